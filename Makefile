@@ -1,0 +1,38 @@
+# Serverless Manager — see README.md. Every target builds what it needs itself.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+export GOTOOLCHAIN := local
+
+ASSETS := $(CURDIR)/bin/assets
+export KUBEBUILDER_ASSETS := $(ASSETS)
+GO_TEST_FLAGS ?= -count=1
+
+.PHONY: all tools build test test-unit test-e2e run bench cluster-up cluster-down manifests render fmt vet
+
+all: build
+
+tools: ## build the control plane and tool binaries into bin/ (no-op when present)
+	hack/tools.sh
+
+build: ## the manager binary
+	go build -o bin/manager ./operator
+
+manifests: tools ## regenerate CRDs and RBAC from controller-gen markers
+	$(ASSETS)/controller-gen object paths=./operator/api/...
+	$(ASSETS)/controller-gen crd paths=./operator/api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
+	$(ASSETS)/controller-gen crd paths=./operator/api/function/... output:crd:artifacts:config=charts/serverless/crds
+	$(ASSETS)/controller-gen rbac:roleName=serverless-manager paths=./operator/... output:rbac:artifacts:config=config/rbac
+
+test: tools test-unit test-e2e ## all three layers: unit, envtest integration, e2e
+
+test-unit: ## unit and envtest integration tests
+	go test $(GO_TEST_FLAGS) ./...
+
+test-e2e: build ## end-to-end tests on a local control plane they start themselves
+	go test $(GO_TEST_FLAGS) -tags e2e -timeout 40m -v ./tests/...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	go vet ./...

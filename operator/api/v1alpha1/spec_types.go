@@ -1,0 +1,108 @@
+package v1alpha1
+
+// ServerlessSpec configures the Serverless module. Every field is optional; the
+// manager picks the documented default for a field that is not set and shows
+// the value in effect in the status.
+type ServerlessSpec struct {
+	// DockerRegistry selects where Function images are pushed and pulled from.
+	// +optional
+	DockerRegistry *DockerRegistry `json:"dockerRegistry,omitempty"`
+
+	// Eventing configures the publisher proxy that Functions send events to.
+	// +optional
+	Eventing *Endpoint `json:"eventing,omitempty"`
+
+	// Tracing configures the OTLP endpoint that Functions send traces to.
+	// Without it, traces go to the telemetry-otlp-traces Service of the
+	// module's namespace if that Service exists, and nowhere otherwise.
+	// +optional
+	Tracing *Endpoint `json:"tracing,omitempty"`
+
+	// TargetCPUUtilizationPercentage is the CPU target of Function autoscalers.
+	// Default 50.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	TargetCPUUtilizationPercentage *int32 `json:"targetCPUUtilizationPercentage,omitempty"`
+
+	// FunctionRequeueDuration is how often a ready Function is checked again
+	// (for example for new Git commits). Go duration, default 5m.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	FunctionRequeueDuration string `json:"functionRequeueDuration,omitempty"`
+
+	// FunctionBuildExecutorArgs are the arguments of the image builder (kaniko),
+	// comma-separated. Default: the Function controller's build arguments.
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.split(',').all(a, a.trim().startsWith('--'))",message="functionBuildExecutorArgs must be a comma-separated list of flags, each starting with --"
+	// +optional
+	FunctionBuildExecutorArgs string `json:"functionBuildExecutorArgs,omitempty"`
+
+	// FunctionBuildMaxSimultaneousJobs caps the build Jobs running at once in
+	// the cluster. Default 5.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	FunctionBuildMaxSimultaneousJobs *int32 `json:"functionBuildMaxSimultaneousJobs,omitempty"`
+
+	// HealthzLivenessTimeout bounds each step of the Function controller's
+	// liveness check. Go duration, default 10s.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	HealthzLivenessTimeout string `json:"healthzLivenessTimeout,omitempty"`
+
+	// DefaultBuildJobPreset is the resource preset of build Jobs whose Function
+	// names none. Default: slow on clusters with at most two nodes, else normal.
+	// +kubebuilder:validation:Enum=local-dev;slow;normal;fast
+	// +optional
+	DefaultBuildJobPreset string `json:"defaultBuildJobPreset,omitempty"`
+
+	// DefaultRuntimePodPreset is the resource preset of Function Pods whose
+	// Function names none. Default: XS on clusters with at most two nodes, else L.
+	// +kubebuilder:validation:Enum=XS;S;M;L;XL
+	// +optional
+	DefaultRuntimePodPreset string `json:"defaultRuntimePodPreset,omitempty"`
+
+	// LogLevel of the Function controller; changed without a restart. Default info.
+	// +kubebuilder:validation:Enum=debug;info;warn;error;fatal
+	// +optional
+	LogLevel string `json:"logLevel,omitempty"`
+
+	// LogFormat of the Function controller. Default json.
+	// +kubebuilder:validation:Enum=json;text
+	// +optional
+	LogFormat string `json:"logFormat,omitempty"`
+
+	// EnableNetworkPolicies installs NetworkPolicies that allow exactly the
+	// traffic the module needs. Default false.
+	// +optional
+	EnableNetworkPolicies bool `json:"enableNetworkPolicies,omitempty"`
+}
+
+// DockerRegistry selects the registry for Function images.
+// +kubebuilder:validation:XValidation:rule="!has(self.secretName) || size(self.secretName) > 0",message="dockerRegistry.secretName must not be empty when set"
+type DockerRegistry struct {
+	// EnableInternal installs a registry inside the cluster and uses it.
+	// When secretName is set too, the internal registry wins and the status
+	// says so with a Warning.
+	// +optional
+	EnableInternal *bool `json:"enableInternal,omitempty"`
+
+	// SecretName names a Secret in the Serverless CR's namespace that describes
+	// an external registry with the keys username, password, serverAddress and
+	// registryAddress.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	SecretName *string `json:"secretName,omitempty"`
+}
+
+// Endpoint is a URL another module listens on.
+type Endpoint struct {
+	// Endpoint is an absolute http(s) URL.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an absolute http or https URL"
+	Endpoint string `json:"endpoint"`
+}

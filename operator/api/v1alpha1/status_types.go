@@ -1,0 +1,121 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// State is the module state that Kyma's lifecycle-manager reads.
+// +kubebuilder:validation:Enum=Processing;Deleting;Ready;Error;Warning
+type State string
+
+const (
+	StateProcessing State = "Processing"
+	StateDeleting   State = "Deleting"
+	StateReady      State = "Ready"
+	StateError      State = "Error"
+	StateWarning    State = "Warning"
+)
+
+// Condition types of the Serverless status.
+const (
+	// ConditionConfigured is True when the spec was turned into chart values.
+	ConditionConfigured = "Configured"
+	// ConditionInstalled is True when every object of the chart is applied and ready.
+	ConditionInstalled = "Installed"
+	// ConditionDeleted reports the progress of an uninstall.
+	ConditionDeleted = "Deleted"
+)
+
+// Condition reasons of the Serverless status.
+const (
+	ReasonConfigured           = "Configured"
+	ReasonConfigurationInvalid = "ConfigurationInvalid"
+	ReasonServerlessDuplicated = "ServerlessDuplicated"
+	ReasonRegistrySecretError  = "RegistrySecretError"
+	ReasonBothRegistries       = "InternalRegistryWins"
+	ReasonRenderFailed         = "RenderFailed"
+	ReasonApplyFailed          = "ApplyFailed"
+	ReasonPruneFailed          = "PruneFailed"
+	ReasonInstalling           = "Installing"
+	ReasonInstalled            = "Installed"
+	ReasonRolloutFailed        = "RolloutFailed"
+	ReasonPaused               = "Paused"
+	ReasonDeletionStarted      = "DeletionStarted"
+	ReasonFunctionsExist       = "FunctionsExist"
+	ReasonDeleting             = "Deleting"
+	ReasonDeletionFailed       = "DeletionFailed"
+)
+
+// ServerlessStatus reports the module state and the configuration in effect.
+type ServerlessStatus struct {
+	// State of the module.
+	// +optional
+	State State `json:"state,omitempty"`
+
+	// Served is True for the one Serverless CR of the cluster that the manager
+	// acts on and False for every other one.
+	// +kubebuilder:validation:Enum=True;False
+	// +optional
+	Served metav1.ConditionStatus `json:"served,omitempty"`
+
+	// ObservedGeneration is the generation of the spec the status reports on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Configured, Installed and (while uninstalling) Deleted.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ChartVersion is the version of the installed Serverless chart.
+	// +optional
+	ChartVersion string `json:"chartVersion,omitempty"`
+
+	EffectiveConfiguration `json:",inline"`
+
+	// Inventory lists the objects the manager applied, for pruning and for
+	// skipping unchanged objects.
+	// +optional
+	Inventory []InventoryEntry `json:"inventory,omitempty"`
+}
+
+// EffectiveConfiguration is the configuration in effect, defaults included.
+type EffectiveConfiguration struct {
+	// DockerRegistry is "internal" or the external registry's server address.
+	DockerRegistry string `json:"dockerRegistry,omitempty"`
+	// EventingEndpoint Functions publish events to.
+	EventingEndpoint string `json:"eventingEndpoint,omitempty"`
+	// TracingEndpoint Functions send traces to; empty when there is none.
+	TracingEndpoint string `json:"tracingEndpoint,omitempty"`
+	// CPUUtilizationPercentage of Function autoscalers.
+	CPUUtilizationPercentage string `json:"targetCPUUtilizationPercentage,omitempty"`
+	// RequeueDuration of ready Functions.
+	RequeueDuration string `json:"functionRequeueDuration,omitempty"`
+	// BuildExecutorArgs of build Jobs.
+	BuildExecutorArgs string `json:"functionBuildExecutorArgs,omitempty"`
+	// BuildMaxSimultaneousJobs in the cluster.
+	BuildMaxSimultaneousJobs string `json:"functionBuildMaxSimultaneousJobs,omitempty"`
+	// HealthzLivenessTimeout of the Function controller.
+	HealthzLivenessTimeout string `json:"healthzLivenessTimeout,omitempty"`
+	// DefaultBuildJobPreset in effect.
+	DefaultBuildJobPreset string `json:"defaultBuildJobPreset,omitempty"`
+	// DefaultRuntimePodPreset in effect.
+	DefaultRuntimePodPreset string `json:"defaultRuntimePodPreset,omitempty"`
+	// LogLevel of the Function controller.
+	LogLevel string `json:"logLevel,omitempty"`
+	// LogFormat of the Function controller.
+	LogFormat string `json:"logFormat,omitempty"`
+	// NetworkPoliciesEnabled tells whether the module's NetworkPolicies are installed.
+	NetworkPoliciesEnabled string `json:"networkPoliciesEnabled,omitempty"`
+}
+
+// InventoryEntry is one applied object.
+type InventoryEntry struct {
+	// ID is "<group>/<kind>/<namespace>/<name>" (empty group and namespace stay empty).
+	ID string `json:"id"`
+	// Digest of the rendered object that was applied.
+	Digest string `json:"digest"`
+	// Version is the object's generation (for kinds that track one) or
+	// resourceVersion right after the apply: a different live value means
+	// someone else changed the object.
+	Version string `json:"version,omitempty"`
+}
