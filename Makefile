@@ -31,6 +31,12 @@ test-unit: ## unit and envtest integration tests
 test-e2e: build ## end-to-end tests on a local control plane they start themselves
 	go test $(GO_TEST_FLAGS) -tags e2e -timeout 40m -v ./tests/...
 
+cluster-up: ## local control plane with fake nodes under .cluster/ (no-op when healthy); prints KUBECONFIG
+	hack/cluster.sh up
+
+cluster-down: ## stop the local control plane and remove .cluster/
+	hack/cluster.sh down
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 

@@ -1,0 +1,163 @@
+// Command certgen writes the PKI of the local control plane started by
+// hack/cluster.sh: a CA, the kube-apiserver serving certificate, client
+// certificates for the admin and the control-plane components, and the key
+// pair that signs service-account tokens. All keys are ECDSA P-256, which
+// every component accepts and which is fast to generate.
+//
+// usage: go run ./hack/certgen -dir DIR
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// validity of every certificate; the cluster is throw-away.
+const validity = 365 * 24 * time.Hour
+
+// serving names of the kube-apiserver: reachable from the host as 127.0.0.1
+// or localhost, and by the in-cluster names and the first service IP of the
+// service range hack/cluster.sh configures (10.96.0.0/16).
+var (
+	servingIPs = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+	servingDNS = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+)
+
+// clients maps a file name to the identity its certificate carries. The
+// component users are the ones the built-in RBAC roles are bound to.
+var clients = []struct {
+	file, user string
+	groups     []string
+}{
+	{"admin", "kubernetes-admin", []string{"system:masters"}},
+	{"kube-controller-manager", "system:kube-controller-manager", nil},
+	{"kube-scheduler", "system:kube-scheduler", nil},
+	// kwok plays the kubelet of every fake node and patches nodes, pods,
+	// leases and volumes cluster-wide.
+	{"kwok", "kwok-controller", []string{"system:masters"}},
+}
+
+func main() {
+	dir := flag.String("dir", "", "directory to write the certificates and keys into (created)")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "certgen: -dir is required")
+		os.Exit(2)
+	}
+	if err := generate(*dir, time.Now()); err != nil {
+		fmt.Fprintln(os.Stderr, "certgen:", err)
+		os.Exit(1)
+	}
+}
+
+func generate(dir string, now time.Time) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	caKey, err := newKey()
+	if err != nil {
+		return err
+	}
+	caTmpl := template(now, pkix.Name{CommonName: "serverless-local-ca"})
+	caTmpl.IsCA = true
+	caTmpl.BasicConstraintsValid = true
+	caTmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return err
+	}
+	if err := writePair(dir, "ca", caDER, caKey); err != nil {
+		return err
+	}
+
+	serving := template(now, pkix.Name{CommonName: "kube-apiserver"})
+	serving.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	serving.IPAddresses = servingIPs
+	serving.DNSNames = servingDNS
+	if err := issue(dir, "apiserver", serving, ca, caKey); err != nil {
+		return err
+	}
+
+	for _, c := range clients {
+		tmpl := template(now, pkix.Name{CommonName: c.user, Organization: c.groups})
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+		if err := issue(dir, c.file, tmpl, ca, caKey); err != nil {
+			return err
+		}
+	}
+
+	// service-account token signing key (private, for kube-apiserver and
+	// kube-controller-manager) and its public half (for verification)
+	saKey, err := newKey()
+	if err != nil {
+		return err
+	}
+	if err := writeKey(filepath.Join(dir, "sa.key"), saKey); err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return err
+	}
+	return writePEM(filepath.Join(dir, "sa.pub"), "PUBLIC KEY", pub, 0o644)
+}
+
+func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }
+
+func template(now time.Time, subject pkix.Name) *x509.Certificate {
+	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	return &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      subject,
+		NotBefore:    now.Add(-time.Hour), // tolerate small clock differences
+		NotAfter:     now.Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+}
+
+// issue signs tmpl with the CA and writes NAME.crt and NAME.key.
+func issue(dir, name string, tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
+	key, err := newKey()
+	if err != nil {
+		return err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return writePair(dir, name, der, key)
+}
+
+func writePair(dir, name string, der []byte, key *ecdsa.PrivateKey) error {
+	if err := writePEM(filepath.Join(dir, name+".crt"), "CERTIFICATE", der, 0o644); err != nil {
+		return err
+	}
+	return writeKey(filepath.Join(dir, name+".key"), key)
+}
+
+func writeKey(path string, key *ecdsa.PrivateKey) error {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	return writePEM(path, "EC PRIVATE KEY", der, 0o600)
+}
+
+func writePEM(path, typ string, der []byte, mode os.FileMode) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode)
+}
