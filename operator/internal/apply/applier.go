@@ -56,6 +56,9 @@ type Result struct {
 	Applied []string
 	// Pruned lists the IDs deleted because they left the chart.
 	Pruned []string
+	// Objects are the prepared objects in apply order; those that were sent
+	// hold the API server's response (with generation and status).
+	Objects []*unstructured.Unstructured
 	// Waiting is set when the apply stopped early to wait for the cluster,
 	// for example for a CRD to be established before its objects.
 	Waiting string
@@ -87,6 +90,7 @@ func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructu
 		prepared = append(prepared, p)
 	}
 	SortForApply(prepared)
+	res.Objects = prepared
 
 	current := make(map[string]bool, len(prepared))
 	for _, obj := range prepared {

@@ -42,3 +42,14 @@ func Labels() map[string]string {
 func Selector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName, LabelModule: Name})
 }
+
+// Names of chart objects the manager reads to keep the installation stable.
+const (
+	// RegistrySecretName holds the registry configuration (and the internal
+	// registry's credentials).
+	RegistrySecretName = "serverless-registry-config-default"
+	// RegistryServiceName is the internal registry's NodePort Service.
+	RegistryServiceName = "serverless-docker-registry"
+	// RegistryPVCName is the internal registry's volume.
+	RegistryPVCName = "serverless-docker-registry"
+)

@@ -1,0 +1,91 @@
+package reconciler
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/watch"
+)
+
+// SetupWithManager registers the controller: it reconciles Serverless CRs
+// on their own changes and on any change of the module's objects, so drift
+// and rollout progress are noticed without polling.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toServerless := handler.EnqueueRequestsFromMapFunc(r.allServerless)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("serverless").
+		For(&v1alpha1.Serverless{}, builder.WithPredicates(specOrLifecycleChanged())).
+		// Another CR may take over when the served one is gone.
+		Watches(&v1alpha1.Serverless{}, toServerless, builder.WithPredicates(onlyDeletes()))
+
+	for _, k := range watch.ManagedKinds() {
+		obj, err := watch.NewObject(mgr.GetScheme(), k)
+		if err != nil {
+			return err
+		}
+		if k.Full {
+			b = b.Watches(obj, toServerless)
+		} else {
+			b = b.WatchesMetadata(obj, toServerless)
+		}
+	}
+	node := &metav1.PartialObjectMetadata{}
+	node.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Node"})
+	// The default presets depend on the node count only.
+	b = b.WatchesMetadata(node, toServerless, builder.WithPredicates(createsOrDeletes()))
+	return b.Complete(r)
+}
+
+// allServerless maps any event to every Serverless CR of the module
+// namespace; there is usually one.
+func (r *Reconciler) allServerless(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &v1alpha1.ServerlessList{}
+	if err := r.client.List(ctx, list, client.InNamespace(r.opts.Namespace)); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, cr := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cr)})
+	}
+	return reqs
+}
+
+// specOrLifecycleChanged ignores the CR's own status updates.
+func specOrLifecycleChanged() predicate.Predicate {
+	return predicate.Or(
+		predicate.GenerationChangedPredicate{},
+		predicate.AnnotationChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil) ||
+				len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
+		}},
+	)
+}
+
+func onlyDeletes() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+func createsOrDeletes() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return true },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

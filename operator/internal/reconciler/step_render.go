@@ -1,0 +1,51 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+)
+
+// stepRender renders the chart with the values, reusing the last render
+// when namespace and values are unchanged.
+func (r *Reconciler) stepRender(_ context.Context, s *state) (stepFn, string) {
+	key, err := json.Marshal(map[string]any{"ns": s.cr.Namespace, "values": s.values})
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRenderFailed, fmt.Errorf("keying the render: %w", err), false)
+	}
+	r.renderMu.Lock()
+	memo := r.lastRender
+	r.renderMu.Unlock()
+	if memo.key == string(key) {
+		s.objs = memo.objs
+	} else {
+		start := time.Now()
+		objs, err := r.renderer.Render(s.cr.Namespace, s.values)
+		if r.metrics != nil {
+			r.metrics.ObserveRender(time.Since(start))
+		}
+		if err != nil {
+			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRenderFailed, fmt.Errorf("rendering the Serverless chart: %w", err), false)
+		}
+		s.objs = objs
+		r.renderMu.Lock()
+		r.lastRender = renderMemo{key: string(key), objs: objs}
+		r.renderMu.Unlock()
+	}
+	s.cr.Status.ChartVersion = r.renderer.ChartVersion()
+	return r.stepApply, "apply"
+}
+
+// copies returns deep copies, so that later steps never change the memo.
+func copies(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}

@@ -1,0 +1,39 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/readiness"
+	"github.com/kyma-project/serverless-manager/operator/internal/watch"
+)
+
+// stepVerify reads the applied objects' rollout from the cache. Nothing is
+// polled: every watched object's change triggers the next reconcile.
+func (r *Reconciler) stepVerify(ctx context.Context, s *state) (stepFn, string) {
+	rep, err := readiness.Check(ctx, r.live, s.applied, watch.HasStatus)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, err, true)
+	}
+	s.cr.Status.ObservedGeneration = s.cr.Generation
+	switch {
+	case len(rep.Failed) > 0:
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRolloutFailed, errors.New(rep.Summary()), false)
+	case !rep.Ready():
+		r.processing(s, rep.Summary())
+		return nil, ""
+	}
+	s.setCondition(v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonInstalled,
+		"Serverless "+s.cr.Status.ChartVersion+" is installed and ready")
+	s.cr.Status.State = v1alpha1.StateReady
+	if len(s.warnings) > 0 {
+		s.cr.Status.State = v1alpha1.StateWarning
+		s.setCondition(v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonInstalled,
+			"installed and ready, with warnings: "+strings.Join(s.warnings, "; "))
+	}
+	return nil, ""
+}

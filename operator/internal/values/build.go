@@ -1,0 +1,209 @@
+package values
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+)
+
+// Keys an external registry Secret must hold.
+var RegistrySecretKeys = []string{"username", "password", "serverAddress", "registryAddress"}
+
+// Credentials of the internal registry.
+type Credentials struct {
+	Username string
+	Password string
+}
+
+// Facts are what the manager learned about the cluster for one render.
+type Facts struct {
+	// Namespace the module is installed into.
+	Namespace string
+	// Nodes in the cluster, for the default presets.
+	Nodes int
+	// TracingServiceExists tells whether the telemetry traces Service is there.
+	TracingServiceExists bool
+	// InternalCredentials already in use by the internal registry, if any;
+	// they are kept so that pushes and pulls keep working across renders.
+	InternalCredentials *Credentials
+	// NodePort for the internal registry: the one in use, or a free one.
+	NodePort int32
+	// PVCSize of an existing registry volume, which must not change.
+	PVCSize string
+	// RegistrySecret is the data of the Secret spec.dockerRegistry.secretName
+	// names; nil when it does not exist.
+	RegistrySecret map[string][]byte
+	// ImageOverrides replace chart images, keyed like global.images.
+	ImageOverrides map[string]string
+	// NewSecret returns a fresh random alphanumeric string of length n.
+	NewSecret func(n int) string
+}
+
+// ConfigError is a spec the manager cannot act on; Reason goes into the
+// Configured condition.
+type ConfigError struct {
+	Reason  string
+	Message string
+}
+
+func (e *ConfigError) Error() string { return e.Message }
+
+// Result of Build.
+type Result struct {
+	Values    Values
+	Effective v1alpha1.EffectiveConfiguration
+	// Warnings the user should see; the module still works.
+	Warnings []string
+}
+
+// Build derives chart values and the effective configuration from spec and facts.
+func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
+	buildPreset, podPreset := DefaultPresets(f.Nodes)
+	v := Values{
+		Global: Global{RegistryNodePort: DefaultRegistryNodePort},
+		Controller: Controller{
+			LogLevel:  or(spec.LogLevel, DefaultLogLevel),
+			LogFormat: or(spec.LogFormat, DefaultLogFormat),
+			Configuration: Configuration{
+				TargetCPUUtilizationPercentage:   deref(spec.TargetCPUUtilizationPercentage, DefaultTargetCPUUtilizationPercentage),
+				FunctionRequeueDuration:          or(spec.FunctionRequeueDuration, DefaultFunctionRequeueDuration),
+				FunctionBuildExecutorArgs:        or(spec.FunctionBuildExecutorArgs, DefaultFunctionBuildExecutorArgs),
+				FunctionBuildMaxSimultaneousJobs: deref(spec.FunctionBuildMaxSimultaneousJobs, DefaultFunctionBuildMaxSimultaneousJobs),
+				HealthzLivenessTimeout:           or(spec.HealthzLivenessTimeout, DefaultHealthzLivenessTimeout),
+				FunctionPublisherProxyAddress:    DefaultEventingEndpoint,
+			},
+			ResourcesConfiguration: ResourcesConfiguration{
+				Function: PresetChoice{DefaultPreset{or(spec.DefaultRuntimePodPreset, podPreset)}},
+				BuildJob: PresetChoice{DefaultPreset{or(spec.DefaultBuildJobPreset, buildPreset)}},
+			},
+		},
+		NetworkPolicies: Toggle{Enabled: spec.EnableNetworkPolicies},
+	}
+	if spec.Eventing != nil {
+		v.Controller.Configuration.FunctionPublisherProxyAddress = spec.Eventing.Endpoint
+	}
+	switch {
+	case spec.Tracing != nil:
+		v.Controller.Configuration.FunctionTraceCollectorEndpoint = spec.Tracing.Endpoint
+	case f.TracingServiceExists:
+		v.Controller.Configuration.FunctionTraceCollectorEndpoint = TracingEndpoint(f.Namespace)
+	}
+	if len(f.ImageOverrides) > 0 {
+		v.Global.Images = map[string]Image{}
+		for key, ref := range f.ImageOverrides {
+			v.Global.Images[key] = Image{Image: ref}
+		}
+	}
+
+	res := Result{}
+	registryShown, warnings, err := registry(spec.DockerRegistry, f, &v)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Warnings = warnings
+	res.Values = v
+	c := v.Controller.Configuration
+	res.Effective = v1alpha1.EffectiveConfiguration{
+		DockerRegistry:           registryShown,
+		EventingEndpoint:         c.FunctionPublisherProxyAddress,
+		TracingEndpoint:          c.FunctionTraceCollectorEndpoint,
+		CPUUtilizationPercentage: strconv.Itoa(int(c.TargetCPUUtilizationPercentage)),
+		RequeueDuration:          c.FunctionRequeueDuration,
+		BuildExecutorArgs:        c.FunctionBuildExecutorArgs,
+		BuildMaxSimultaneousJobs: strconv.Itoa(int(c.FunctionBuildMaxSimultaneousJobs)),
+		HealthzLivenessTimeout:   c.HealthzLivenessTimeout,
+		DefaultBuildJobPreset:    v.Controller.ResourcesConfiguration.BuildJob.Resources.DefaultPreset,
+		DefaultRuntimePodPreset:  v.Controller.ResourcesConfiguration.Function.Resources.DefaultPreset,
+		LogLevel:                 v.Controller.LogLevel,
+		LogFormat:                v.Controller.LogFormat,
+		NetworkPoliciesEnabled:   strconv.FormatBool(v.NetworkPolicies.Enabled),
+	}
+	return res, nil
+}
+
+// registry fills the registry values and returns what the status shows.
+func registry(spec *v1alpha1.DockerRegistry, f Facts, v *Values) (string, []string, error) {
+	internal := spec != nil && spec.EnableInternal != nil && *spec.EnableInternal
+	secretName := ""
+	if spec != nil && spec.SecretName != nil {
+		secretName = *spec.SecretName
+	}
+	var warnings []string
+	switch {
+	case internal:
+		if secretName != "" {
+			warnings = append(warnings, fmt.Sprintf("dockerRegistry: both enableInternal and secretName are set; the internal registry is used and Secret %q is ignored", secretName))
+		}
+		creds := f.InternalCredentials
+		if creds == nil || creds.Username == "" || creds.Password == "" {
+			creds = &Credentials{Username: f.NewSecret(20), Password: f.NewSecret(40)}
+		}
+		v.DockerRegistry = DockerRegistry{
+			EnableInternal: true,
+			Username:       creds.Username,
+			Password:       creds.Password,
+			HTTPSecret:     httpSecret(creds.Password),
+		}
+		if f.PVCSize != "" {
+			v.DockerRegistry.Persistence = &Persistence{Size: f.PVCSize}
+		}
+		if f.NodePort != 0 {
+			v.Global.RegistryNodePort = f.NodePort
+		}
+		return InternalRegistry, warnings, nil
+	case secretName != "":
+		if f.RegistrySecret == nil {
+			return "", nil, &ConfigError{Reason: v1alpha1.ReasonRegistrySecretError,
+				Message: fmt.Sprintf("registry Secret %s/%s not found; create it with the keys %s", f.Namespace, secretName, strings.Join(RegistrySecretKeys, ", "))}
+		}
+		var missing []string
+		for _, k := range RegistrySecretKeys {
+			if len(strings.TrimSpace(string(f.RegistrySecret[k]))) == 0 {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			return "", nil, &ConfigError{Reason: v1alpha1.ReasonRegistrySecretError,
+				Message: fmt.Sprintf("registry Secret %s/%s lacks the keys %s", f.Namespace, secretName, strings.Join(missing, ", "))}
+		}
+		v.DockerRegistry = DockerRegistry{
+			Username:        string(f.RegistrySecret["username"]),
+			Password:        string(f.RegistrySecret["password"]),
+			ServerAddress:   string(f.RegistrySecret["serverAddress"]),
+			RegistryAddress: string(f.RegistrySecret["registryAddress"]),
+		}
+		return v.DockerRegistry.ServerAddress, nil, nil
+	default:
+		v.DockerRegistry = DockerRegistry{ServerAddress: FallbackRegistryAddress, RegistryAddress: FallbackRegistryAddress}
+		return FallbackRegistryAddress, nil, nil
+	}
+}
+
+// httpSecret derives the registry's HTTP secret from its password: stable
+// while the credentials are, without storing another secret.
+func httpSecret(password string) string {
+	mac := hmac.New(sha256.New, []byte(password))
+	mac.Write([]byte("serverless-docker-registry-http-secret"))
+	return hex.EncodeToString(mac.Sum(nil))[:32]
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func deref(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
