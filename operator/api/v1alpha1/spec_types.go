@@ -35,7 +35,7 @@ type ServerlessSpec struct {
 	// FunctionBuildExecutorArgs are the arguments of the image builder (kaniko),
 	// comma-separated. Default: the Function controller's build arguments.
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule="self.split(',').all(a, a.trim().startsWith('--'))",message="functionBuildExecutorArgs must be a comma-separated list of flags, each starting with --"
+	// +kubebuilder:validation:Pattern=`^--[^,]+(,[ ]*--[^,]+)*$`
 	// +optional
 	FunctionBuildExecutorArgs string `json:"functionBuildExecutorArgs,omitempty"`
 
