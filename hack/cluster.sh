@@ -98,7 +98,14 @@ start() {
   local name=$1; shift
   # 9>&- : the component must not inherit (and so hold) the lock
   setsid "$ASSETS/$name" "$@" </dev/null >"$LOGS/$name.log" 2>&1 9>&- &
-  echo $! >"$PIDS/$name.pid"
+  local pid=$! i
+  echo "$pid" >"$PIDS/$name.pid"
+  # until the forked shell has exec'd the binary its command line is ours
+  # (bash's), which is_ours does not recognise; wait for the exec
+  for ((i = 0; i < 100; i++)); do
+    is_ours "$pid" || ! kill -0 "$pid" 2>/dev/null && break
+    sleep 0.02
+  done
 }
 
 # Fails with the tail of its log when a started component has exited.

@@ -1,0 +1,333 @@
+//go:build e2e
+
+package e2e
+
+// Tests of the local cluster itself: what the manager's e2e tests and
+// benchmarks rely on (schedulable nodes, workloads that become ready, volumes
+// that bind, ServiceAccount credentials with RBAC, the audit log).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/tests/framework"
+)
+
+func TestNodesAreReadyAndSchedulable(t *testing.T) {
+	t.Parallel()
+	c := framework.ClusterFor(t)
+	want, err := strconv.Atoi(c.Setting("NODES"))
+	require.NoError(t, err, "NODES recorded by hack/cluster.sh")
+
+	var nodes corev1.NodeList
+	require.NoError(t, c.Client().List(t.Context(), &nodes, client.MatchingLabels{"type": "kwok"}))
+	require.Len(t, nodes.Items, want)
+	for _, n := range nodes.Items {
+		require.Equal(t, corev1.ConditionTrue, nodeCondition(n, corev1.NodeReady), "node %s Ready", n.Name)
+		require.Empty(t, n.Spec.Taints, "node %s must take pods without tolerations", n.Name)
+		for _, list := range []corev1.ResourceList{n.Status.Capacity, n.Status.Allocatable} {
+			require.Equal(t, "32", list.Cpu().String(), n.Name)
+			require.Equal(t, "256Gi", list.Memory().String(), n.Name)
+			require.Equal(t, "110", list.Pods().String(), n.Name)
+		}
+	}
+}
+
+func TestDeploymentBecomesAvailable(t *testing.T) {
+	t.Parallel()
+	c := framework.ClusterFor(t)
+	ns := c.Namespace(t, "e2e-deploy")
+	labels := map[string]string{"app": "web"}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "nginx:1.27",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
+					}},
+				}}},
+			},
+		},
+	}
+	require.NoError(t, c.Client().Create(t.Context(), deploy))
+
+	framework.WaitFor(t, time.Minute, "Deployment web with 3 available replicas", func(ctx context.Context) (bool, string, error) {
+		var d appsv1.Deployment
+		if err := c.Client().Get(ctx, client.ObjectKeyFromObject(deploy), &d); err != nil {
+			return false, "", err
+		}
+		available := false
+		for _, cond := range d.Status.Conditions {
+			available = available || cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue
+		}
+		return available && d.Status.AvailableReplicas == 3,
+			fmt.Sprintf("Available=%v, %d/3 replicas available", available, d.Status.AvailableReplicas), nil
+	}, framework.DumpObject(c.Client(), deploy), framework.DumpPods(c.Client(), ns), framework.DumpEvents(c.Client(), ns))
+
+	var pods corev1.PodList
+	require.NoError(t, c.Client().List(t.Context(), &pods, client.InNamespace(ns), client.MatchingLabels(labels)))
+	require.Len(t, pods.Items, 3)
+	for _, p := range pods.Items {
+		require.Equal(t, corev1.PodRunning, p.Status.Phase, p.Name)
+		require.NotEmpty(t, p.Spec.NodeName, "%s scheduled", p.Name)
+		require.NotEmpty(t, p.Status.PodIP, "%s has an IP", p.Name)
+	}
+
+	dump := framework.DumpObject(c.Client(), deploy)()
+	require.Contains(t, dump, "kind: Deployment")
+	require.Contains(t, dump, "availableReplicas: 3")
+	require.NotContains(t, dump, "managedFields", "dumps leave out managedFields")
+}
+
+func TestJobCompletes(t *testing.T) {
+	t.Parallel()
+	c := framework.ClusterFor(t)
+	ns := c.Namespace(t, "e2e-job")
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "once", Namespace: ns},
+		Spec: batchv1.JobSpec{
+			Completions: ptr.To[int32](2),
+			Parallelism: ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "work", Image: "busybox:1.37", Command: []string{"true"}}},
+			}},
+		},
+	}
+	require.NoError(t, c.Client().Create(t.Context(), job))
+
+	framework.WaitFor(t, time.Minute, "Job once to complete", func(ctx context.Context) (bool, string, error) {
+		var j batchv1.Job
+		if err := c.Client().Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+			return false, "", err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+				return false, cond.Message, framework.StopWaiting(fmt.Errorf("job failed: %s", cond.Reason))
+			}
+			if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
+				return j.Status.Succeeded == 2, fmt.Sprintf("Complete, %d succeeded", j.Status.Succeeded), nil
+			}
+		}
+		return false, fmt.Sprintf("%d active, %d succeeded", j.Status.Active, j.Status.Succeeded), nil
+	}, framework.DumpObject(c.Client(), job), framework.DumpPods(c.Client(), ns), framework.DumpEvents(c.Client(), ns))
+}
+
+func TestPVCBindsAndItsVolumeIsReused(t *testing.T) {
+	t.Parallel()
+	c := framework.ClusterFor(t)
+	ns := c.Namespace(t, "e2e-pvc")
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			// no storageClassName: the default class "standard" must be filled in
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	require.NoError(t, c.Client().Create(t.Context(), pvc))
+
+	var bound corev1.PersistentVolumeClaim
+	framework.WaitFor(t, time.Minute, "PVC data to be Bound", func(ctx context.Context) (bool, string, error) {
+		err := c.Client().Get(ctx, client.ObjectKeyFromObject(pvc), &bound)
+		return err == nil && bound.Status.Phase == corev1.ClaimBound, fmt.Sprintf("phase %s", bound.Status.Phase), err
+	}, framework.DumpObject(c.Client(), pvc), framework.DumpEvents(c.Client(), ns))
+	require.Equal(t, "standard", ptr.Deref(bound.Spec.StorageClassName, ""))
+	require.NotEmpty(t, bound.Spec.VolumeName)
+
+	// the static volume goes back to the pool once the claim is gone
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: bound.Spec.VolumeName}}
+	require.NoError(t, c.Client().Delete(t.Context(), pvc))
+	framework.WaitFor(t, time.Minute, "PersistentVolume "+pv.Name+" to be Available again", func(ctx context.Context) (bool, string, error) {
+		var v corev1.PersistentVolume
+		if err := c.Client().Get(ctx, client.ObjectKeyFromObject(pv), &v); err != nil {
+			return false, "", err
+		}
+		return v.Status.Phase == corev1.VolumeAvailable && v.Spec.ClaimRef == nil, fmt.Sprintf("phase %s, claimRef %v", v.Status.Phase, v.Spec.ClaimRef), nil
+	}, framework.DumpObject(c.Client(), pv))
+}
+
+func TestServiceAccountKubeconfigFollowsRBAC(t *testing.T) {
+	t.Parallel()
+	c := framework.ClusterFor(t)
+	ns := c.Namespace(t, "e2e-sa")
+	other := c.Namespace(t, "e2e-sa-other")
+	objects := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns}},
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "configmap-reader", Namespace: ns},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmap-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "reader", Namespace: ns}},
+		},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}, Data: map[string]string{"k": "v"}},
+	}
+	for _, o := range objects {
+		require.NoError(t, c.Client().Create(t.Context(), o))
+	}
+
+	path, err := c.ServiceAccountKubeconfig(t.Context(), ns, "reader")
+	require.NoError(t, err)
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	require.NoError(t, err)
+	require.Empty(t, cfg.CertData, "authenticates with the token, not a client certificate")
+	sa, err := client.New(cfg, client.Options{Scheme: c.Client().Scheme()})
+	require.NoError(t, err)
+
+	// RBAC takes effect once the apiserver's informers have seen the binding
+	framework.WaitFor(t, 10*time.Second, "the RoleBinding to take effect", func(ctx context.Context) (bool, string, error) {
+		err := sa.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))
+		return err == nil, "", err
+	})
+
+	review := &authenticationv1.SelfSubjectReview{}
+	require.NoError(t, sa.Create(t.Context(), review))
+	require.Equal(t, "system:serviceaccount:"+ns+":reader", review.Status.UserInfo.Username)
+
+	tests := []struct {
+		name    string
+		do      func(ctx context.Context) error
+		allowed bool
+	}{
+		{"list configmaps in its namespace", func(ctx context.Context) error {
+			return sa.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))
+		}, true},
+		{"get a configmap in its namespace", func(ctx context.Context) error {
+			return sa.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &corev1.ConfigMap{})
+		}, true},
+		{"create a configmap", func(ctx context.Context) error {
+			return sa.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: ns}})
+		}, false},
+		{"list secrets in its namespace", func(ctx context.Context) error {
+			return sa.List(ctx, &corev1.SecretList{}, client.InNamespace(ns))
+		}, false},
+		{"list configmaps in another namespace", func(ctx context.Context) error {
+			return sa.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(other))
+		}, false},
+		{"list nodes", func(ctx context.Context) error { return sa.List(ctx, &corev1.NodeList{}) }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.do(t.Context())
+			if tc.allowed {
+				require.NoError(t, err)
+			} else {
+				require.Truef(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
+			}
+		})
+	}
+
+	_, err = c.ServiceAccountKubeconfig(t.Context(), ns, "does-not-exist")
+	require.Error(t, err, "no kubeconfig for a missing ServiceAccount")
+}
+
+// The audit log records the requests of the manager's ServiceAccount and
+// nothing else; benchmarks count the manager's requests with it.
+func TestAuditLogRecordsOnlyTheManager(t *testing.T) {
+	t.Parallel()
+	c := framework.ClusterFor(t)
+	const ns, name = "kyma-system", "serverless-manager"
+	// the manager's namespace and ServiceAccount may exist already (other
+	// tests install the manager); they are left in place
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}},
+	} {
+		if err := c.Client().Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+	path, err := c.ServiceAccountKubeconfig(t.Context(), ns, name)
+	require.NoError(t, err)
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	require.NoError(t, err)
+	manager, err := client.New(cfg, client.Options{Scheme: c.Client().Scheme()})
+	require.NoError(t, err)
+
+	// probes: GETs of configmaps that do not exist, with names nobody else uses
+	adminProbe, managerProbe := "audit-probe-admin-"+utilrand.String(6), "audit-probe-manager-"+utilrand.String(6)
+	err = c.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: adminProbe}, &corev1.ConfigMap{})
+	require.True(t, apierrors.IsNotFound(err), "admin probe: %v", err)
+	err = manager.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: managerProbe}, &corev1.ConfigMap{})
+	require.True(t, apierrors.IsNotFound(err) || apierrors.IsForbidden(err), "manager probe: %v", err)
+
+	var events []auditEvent
+	framework.WaitFor(t, 10*time.Second, "the manager's request in the audit log", func(context.Context) (bool, string, error) {
+		events, err = readAudit(c.AuditLogPath())
+		for _, e := range events {
+			if e.ObjectRef.Name == managerProbe {
+				return true, "", err
+			}
+		}
+		return false, fmt.Sprintf("%d events, none for %s", len(events), managerProbe), err
+	})
+	for _, e := range events {
+		require.Equal(t, "system:serviceaccount:kyma-system:serverless-manager", e.User.Username, "only the manager is audited: %+v", e)
+		require.Equal(t, "Metadata", e.Level)
+		require.NotEqual(t, adminProbe, e.ObjectRef.Name)
+	}
+}
+
+type auditEvent struct {
+	Level     string                    `json:"level"`
+	AuditID   string                    `json:"auditID"`
+	Stage     string                    `json:"stage"`
+	User      struct{ Username string } `json:"user"`
+	ObjectRef struct{ Name string }     `json:"objectRef"`
+}
+
+func readAudit(path string) ([]auditEvent, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var events []auditEvent
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("audit line %q: %w", sc.Text(), err)
+		}
+		events = append(events, e)
+	}
+	return events, sc.Err()
+}
+
+func nodeCondition(n corev1.Node, typ corev1.NodeConditionType) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}

@@ -1,0 +1,5 @@
+package framework
+
+import "syscall"
+
+var syscallZero = syscall.Signal(0)
