@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +38,20 @@ const ns = "kyma-system"
 // until the test ends.
 func startManager(t *testing.T, env *testenv.Env) {
 	t.Helper()
+	startManagerWithChart(t, env, "chart")
+}
+
+// startManagerWithChart runs the controller with testdata/<chart> and
+// returns a function that stops it (also called when the test ends).
+func startManagerWithChart(t *testing.T, env *testenv.Env, chart string) (stop func()) {
+	t.Helper()
+	return startManagerWith(t, env, chart, reconciler.Options{})
+}
+
+// startManagerWith runs the controller with testdata/<chart> and options
+// (namespace, secrets and short rechecks are filled in).
+func startManagerWith(t *testing.T, env *testenv.Env, chart string, opts reconciler.Options) (stop func()) {
+	t.Helper()
 	s, err := watch.NewScheme()
 	require.NoError(t, err)
 	cacheOpts, err := watch.CacheOptions(s, ns)
@@ -50,24 +65,28 @@ func startManager(t *testing.T, env *testenv.Env) {
 	})
 	require.NoError(t, err)
 	n := 0
+	opts.Namespace = ns
+	opts.NewSecret = func(l int) string { n++; return fmt.Sprintf("secret%d-%d", n, l) }
+	// Short rechecks keep the uninstall tests quick.
+	opts.FunctionsRecheck = 300 * time.Millisecond
+	opts.DeletionRecheck = 200 * time.Millisecond
 	_, err = app.Setup(mgr, app.Options{
-		Chart: os.DirFS(filepath.Join("testdata", "chart")),
-		Options: reconciler.Options{
-			Namespace: ns,
-			NewSecret: func(l int) string { n++; return fmt.Sprintf("secret%d-%d", n, l) },
-			// Short rechecks keep the uninstall tests quick.
-			FunctionsRecheck: 300 * time.Millisecond,
-			DeletionRecheck:  200 * time.Millisecond,
-		},
+		Chart: os.DirFS(filepath.Join("testdata", chart)),
+		Options: opts,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func startEnv(t *testing.T) *testenv.Env {

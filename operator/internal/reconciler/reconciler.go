@@ -76,6 +76,9 @@ type Options struct {
 	FunctionsRecheck time.Duration
 	// DeletionRecheck is how often an uninstall checks that objects are gone.
 	DeletionRecheck time.Duration
+	// RolloutTimeout is how long objects may take to become ready after an
+	// apply before the state turns to Error.
+	RolloutTimeout time.Duration
 }
 
 // Reconciler reconciles Serverless CRs.
@@ -108,6 +111,9 @@ func New(c client.Client, api client.Reader, live Live, renderer Renderer, appli
 	}
 	if opts.DeletionRecheck == 0 {
 		opts.DeletionRecheck = 2 * time.Second
+	}
+	if opts.RolloutTimeout == 0 {
+		opts.RolloutTimeout = 5 * time.Minute
 	}
 	return &Reconciler{client: c, api: api, live: live, renderer: renderer, applier: applier, events: events, metrics: metrics, opts: opts}
 }

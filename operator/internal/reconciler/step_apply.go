@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -23,6 +24,11 @@ func (r *Reconciler) stepApply(ctx context.Context, s *state) (stepFn, string) {
 	}
 	if len(res.Applied) > 0 {
 		s.log.Info("applied", "count", len(res.Applied), "objects", res.Applied)
+		// A new rollout starts: its clock is the Installed condition's
+		// transition time.
+		if !meta.IsStatusConditionTrue(s.cr.Status.Conditions, v1alpha1.ConditionInstalled) {
+			meta.RemoveStatusCondition(&s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
+		}
 	}
 	if len(res.Pruned) > 0 {
 		s.log.Info("pruned", "objects", res.Pruned)

@@ -3,9 +3,13 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/readiness"
@@ -25,7 +29,14 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) (stepFn, string) 
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRolloutFailed, errors.New(rep.Summary()), false)
 	case !rep.Ready():
 		r.processing(s, rep.Summary())
-		return nil, ""
+		since := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled).LastTransitionTime.Time
+		if left := r.opts.RolloutTimeout - time.Since(since); left > 0 {
+			// Watches bring progress; this only guards the deadline.
+			s.result = ctrl.Result{RequeueAfter: left}
+			return nil, ""
+		}
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRolloutFailed,
+			fmt.Errorf("not ready %s after the last change: %s", r.opts.RolloutTimeout, rep.Summary()), false)
 	}
 	s.setCondition(v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonInstalled,
 		"Serverless "+s.cr.Status.ChartVersion+" is installed and ready")
