@@ -31,6 +31,13 @@ test-unit: ## unit and envtest integration tests
 test-e2e: build ## end-to-end tests on a local control plane they start themselves
 	go test $(GO_TEST_FLAGS) -tags e2e -timeout 40m -v ./tests/...
 
+run: ## local cluster + manager + default CR until Ready; Ctrl-C stops the manager
+	hack/run.sh
+
+bench: tools build ## install/idle/restart/change/delete figures on the local cluster, empty and at scale
+	go run ./tests/bench
+	go run ./tests/bench -scale
+
 cluster-up: ## local control plane with fake nodes under .cluster/ (no-op when healthy); prints KUBECONFIG
 	hack/cluster.sh up
 

@@ -1,0 +1,389 @@
+// Command bench measures the Serverless Manager on the local cluster: one
+// install of the default CR, idle, restart, a preset change and the
+// uninstall, counting the manager's own requests in the kube-apiserver audit
+// log. With -scale, the cluster first gets 200 namespaces × 5 Functions,
+// 1,000 Secrets and 1,000 ConfigMaps, to show that the manager's memory and
+// requests do not grow with the cluster. Run it with `make bench`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/tests/framework"
+)
+
+func main() {
+	scale := flag.Bool("scale", false, "fill the cluster with 200 namespaces × 5 Functions, 1,000 Secrets and 1,000 ConfigMaps first")
+	idle := flag.Duration("idle", 30*time.Second, "how long to count requests while nothing changes")
+	flag.Parse()
+	if err := run(*scale, *idle); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// figures of one run.
+type figures struct {
+	startup, install, idle, restart, preset framework.AuditCount
+	toReady, toDelete                       time.Duration
+	rssKiB, hwmKiB                          int
+}
+
+type bench struct {
+	cluster *framework.Cluster
+	c       client.Client
+	mgr     *framework.Process
+	metrics string
+}
+
+func run(scale bool, idle time.Duration) error {
+	ctx := context.Background()
+	cluster, err := framework.EnsureCluster(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cluster.Release() }()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return err
+	}
+	c, err := cluster.NewClient(s)
+	if err != nil {
+		return err
+	}
+	b := &bench{cluster: cluster, c: c}
+	step := func(msg string) { fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), msg) }
+
+	step("installing the Serverless CRD and the manager's RBAC from config/")
+	if err := cluster.InstallManagerPrerequisites(ctx); err != nil {
+		return err
+	}
+	step("warming the cluster with a throwaway Deployment")
+	if err := b.warmUp(ctx); err != nil {
+		return err
+	}
+	if scale {
+		step("filling the cluster: 200 namespaces × 5 Functions, 1,000 Secrets, 1,000 ConfigMaps")
+		if err := b.fill(ctx); err != nil {
+			return err
+		}
+	}
+
+	var f figures
+	mark, err := cluster.MarkAudit()
+	if err != nil {
+		return err
+	}
+	step("starting the manager as its ServiceAccount")
+	if err := b.startManager(ctx); err != nil {
+		return err
+	}
+	defer func() { _ = b.mgr.Stop() }()
+	if err := b.waitReconciles(ctx, 0); err != nil { // caches synced, controller running
+		return err
+	}
+	if f.startup, err = b.count(mark); err != nil {
+		return err
+	}
+
+	step("installing the default Serverless CR")
+	mark, _ = cluster.MarkAudit()
+	start := time.Now()
+	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: framework.ManagerNamespace, Name: "default"},
+		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}}}
+	if err := c.Create(ctx, cr); err != nil {
+		return err
+	}
+	if err := b.waitReady(ctx, 1, 2*time.Minute); err != nil {
+		return err
+	}
+	f.toReady = time.Since(start)
+	time.Sleep(2 * time.Second) // let trailing status updates land before counting
+	if f.install, err = b.count(mark); err != nil {
+		return err
+	}
+	f.rssKiB, f.hwmKiB = memory(b.mgr.PID())
+
+	step(fmt.Sprintf("idle for %s", idle))
+	mark, _ = cluster.MarkAudit()
+	time.Sleep(idle)
+	if f.idle, err = b.count(mark); err != nil {
+		return err
+	}
+
+	step("restarting the manager with nothing changed")
+	mark, _ = cluster.MarkAudit()
+	if err := b.startManager(ctx); err != nil {
+		return err
+	}
+	if err := b.waitReconciles(ctx, 1); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	if f.restart, err = b.count(mark); err != nil {
+		return err
+	}
+
+	step("changing one preset")
+	mark, _ = cluster.MarkAudit()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+		return err
+	}
+	cr.Spec.DefaultRuntimePodPreset = "M"
+	if err := c.Update(ctx, cr); err != nil {
+		return err
+	}
+	if err := b.waitReady(ctx, cr.Generation, time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	if f.preset, err = b.count(mark); err != nil {
+		return err
+	}
+
+	step("deleting the Serverless CR")
+	start = time.Now()
+	if err := c.Delete(ctx, cr); err != nil {
+		return err
+	}
+	if err := framework.Poll(ctx, 2*time.Minute, "the CR to be gone", func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(cr), &v1alpha1.Serverless{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	}); err != nil {
+		return err
+	}
+	f.toDelete = time.Since(start)
+	f.print(scale, idle)
+	return nil
+}
+
+func (b *bench) startManager(ctx context.Context) error {
+	if b.mgr != nil {
+		// A new run of the same process, on the same metrics port.
+		return b.mgr.Restart()
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	b.mgr, err = b.cluster.StartManager(ctx, "bench-manager", nil, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))
+	return err
+}
+
+// waitReconciles waits until the controller finished more than n reconciles
+// (n=0: it is running with synced caches).
+func (b *bench) waitReconciles(ctx context.Context, n int) error {
+	return framework.Poll(ctx, time.Minute, "the manager to reconcile", func(ctx context.Context) (bool, string, error) {
+		if exited, err := b.mgr.Exited(); exited {
+			return false, "", framework.StopWaiting(fmt.Errorf("manager exited: %v\n%s", err, b.mgr.Tail(30)))
+		}
+		total, err := reconcileTotal(ctx, b.metrics)
+		if err != nil {
+			return false, "", err
+		}
+		return total >= n, fmt.Sprintf("%d reconciles", total), nil
+	})
+}
+
+func (b *bench) waitReady(ctx context.Context, generation int64, timeout time.Duration) error {
+	cr := &v1alpha1.Serverless{}
+	return framework.Poll(ctx, timeout, "the CR to be Ready", func(ctx context.Context) (bool, string, error) {
+		if err := b.c.Get(ctx, types.NamespacedName{Namespace: framework.ManagerNamespace, Name: "default"}, cr); err != nil {
+			return false, "", err
+		}
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration >= generation,
+			fmt.Sprintf("state %s observed %d", cr.Status.State, cr.Status.ObservedGeneration), nil
+	}, func() string { return b.mgr.Tail(40) })
+}
+
+func (b *bench) count(mark framework.AuditMark) (framework.AuditCount, error) {
+	return b.cluster.CountAudit(mark, framework.ManagerUser)
+}
+
+// warmUp makes sure scheduler, controllers and kwok are warm: a bare
+// Deployment becomes Available before the measured install.
+func (b *bench) warmUp(ctx context.Context) error {
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bench-warmup"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "bench-warmup"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "bench-warmup"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/warmup:1"}}},
+			},
+		},
+	}
+	_ = b.c.Delete(ctx, d)
+	if err := framework.Poll(ctx, time.Minute, "the warm-up Deployment to be gone", func(ctx context.Context) (bool, string, error) {
+		err := b.c.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	}); err != nil {
+		return err
+	}
+	d.ResourceVersion = ""
+	if err := b.c.Create(ctx, d); err != nil {
+		return err
+	}
+	err := framework.Poll(ctx, time.Minute, "the warm-up Deployment to be Available", func(ctx context.Context) (bool, string, error) {
+		got := &appsv1.Deployment{}
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+			return false, "", err
+		}
+		return got.Status.AvailableReplicas == 1, "", nil
+	})
+	_ = b.c.Delete(ctx, d)
+	return err
+}
+
+// fill creates the scale variant's objects (idempotently).
+func (b *bench) fill(ctx context.Context) error {
+	crds, err := framework.ReadManifests(filepath.Join(b.cluster.Root(), "charts", "serverless", "crds"))
+	if err != nil {
+		return err
+	}
+	if err := b.cluster.Apply(ctx, "", crds...); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // the Function CRD gets established
+	create := func(o client.Object) error {
+		if err := b.c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	}
+	for i := range 200 {
+		ns := fmt.Sprintf("bench-%03d", i)
+		if err := create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+		for j := range 5 {
+			fn := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "serverless.kyma-project.io/v1alpha2", "kind": "Function",
+				"metadata": map[string]any{"namespace": ns, "name": fmt.Sprintf("fn-%d", j)},
+				"spec": map[string]any{"runtime": "nodejs22", "source": map[string]any{"inline": map[string]any{
+					"source": "module.exports = { main: function (event, context) { return 'hello' } }"}}},
+			}}
+			name := fmt.Sprintf("data-%d", j)
+			for _, o := range []client.Object{fn,
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"k": strings.Repeat("s", 256)}},
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"k": strings.Repeat("c", 256)}},
+			} {
+				if err := create(o); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (f figures) print(scale bool, idle time.Duration) {
+	variant := "empty cluster"
+	if scale {
+		variant = "scale: 200 ns × 5 Functions, 1,000 Secrets, 1,000 ConfigMaps"
+	}
+	fmt.Printf("\nServerless Manager benchmark (%s, 3 fake nodes)\n", variant)
+	row := func(name, value, target string) { fmt.Printf("  %-38s %-42s %s\n", name, value, target) }
+	row("figure", "value", "target")
+	row("install → Ready", fmt.Sprintf("%.2fs", f.toReady.Seconds()), "≤ 1.5s")
+	row("install requests: writes", fmt.Sprintf("%d (%s)", f.install.Writes(), f.install), "≤ 55")
+	row("install requests: reads", strconv.Itoa(f.install.Reads()), "≤ 100")
+	row("manager start-up requests (before the CR)", fmt.Sprintf("%d (%s)", f.startup.Total(), f.startup), "")
+	row(fmt.Sprintf("requests while idle %s", idle), fmt.Sprintf("%d (%s)", f.idle.Total(), f.idle), "0")
+	row("writes after a restart, nothing changed", fmt.Sprintf("%d (all requests: %s)", f.restart.Writes(), f.restart), "0")
+	row("writes for a one-field preset change", fmt.Sprintf("%d (%s)", f.preset.Writes(), f.preset), "≤ 5")
+	row("delete → CR gone", fmt.Sprintf("%.2fs", f.toDelete.Seconds()), "")
+	row("manager RSS after install (peak)", fmt.Sprintf("%.1f MiB (%.1f MiB)", float64(f.rssKiB)/1024, float64(f.hwmKiB)/1024), "≤ 45 MiB")
+}
+
+// memory reads VmRSS and VmHWM (peak) of pid in KiB.
+func memory(pid int) (rss, hwm int) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.Atoi(fields[1])
+		switch fields[0] {
+		case "VmRSS:":
+			rss = v
+		case "VmHWM:":
+			hwm = v
+		}
+	}
+	return rss, hwm
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// reconcileTotal sums controller_runtime_reconcile_total of the serverless controller.
+func reconcileTotal(ctx context.Context, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	found := false
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "controller_runtime_reconcile_total{") && strings.Contains(line, `controller="serverless"`) {
+			found = true
+			fields := strings.Fields(line)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				return 0, err
+			}
+			total += int(v)
+		}
+	}
+	if !found {
+		return 0, errors.New("no reconcile metrics yet")
+	}
+	return total, nil
+}

@@ -1,0 +1,310 @@
+//go:build e2e
+
+package e2e
+
+// End-to-end tests of the Serverless Manager: bin/manager runs as its own
+// ServiceAccount (RBAC from config/rbac) against the local cluster, installs
+// the embedded chart, and the tests watch the result through the API.
+// They share the kyma-system namespace, so they do not run in parallel.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/tests/framework"
+)
+
+const (
+	ns             = framework.ManagerNamespace
+	controllerName = "serverless-ctrl-mngr"
+	registryName   = "serverless-docker-registry"
+	logConfigMap   = "serverless-configuration"
+	registrySecret = "serverless-registry-config-default"
+)
+
+// env is one test's cluster, client and running manager.
+type env struct {
+	t       *testing.T
+	cluster *framework.Cluster
+	c       client.Client
+	mgr     *framework.Process
+}
+
+// startManager installs CRD and RBAC from config/ and runs bin/manager as
+// its ServiceAccount until the test ends; at the end every Serverless CR is
+// deleted and the uninstall must leave nothing of the module behind.
+func startManager(t *testing.T) *env {
+	t.Helper()
+	cluster := framework.ClusterFor(t)
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	c, err := cluster.NewClient(s)
+	require.NoError(t, err)
+	require.NoError(t, cluster.InstallManagerPrerequisites(t.Context()))
+	mgr, err := cluster.StartManager(t.Context(), "manager-"+t.Name(), nil)
+	require.NoError(t, err)
+	e := &env{t: t, cluster: cluster, c: c, mgr: mgr}
+	t.Cleanup(func() {
+		e.uninstallAll()
+		if err := mgr.Stop(); err != nil {
+			t.Errorf("stopping the manager: %v", err)
+		}
+	})
+	return e
+}
+
+func (e *env) dumps(name string) []func() string {
+	return []func() string{
+		framework.DumpObject(e.c, &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}),
+		framework.DumpEvents(e.c, ns),
+		framework.DumpLog(e.mgr, 40),
+	}
+}
+
+func (e *env) get(name string) *v1alpha1.Serverless {
+	e.t.Helper()
+	cr := &v1alpha1.Serverless{}
+	require.NoError(e.t, e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, cr))
+	return cr
+}
+
+// waitFor waits until the CR satisfies ok; detail reports state and conditions.
+func (e *env) waitFor(name, what string, timeout time.Duration, ok func(cr *v1alpha1.Serverless) bool) *v1alpha1.Serverless {
+	e.t.Helper()
+	cr := &v1alpha1.Serverless{}
+	framework.WaitFor(e.t, timeout, what, func(ctx context.Context) (bool, string, error) {
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cr); err != nil {
+			return false, "", err
+		}
+		return ok(cr), describe(cr), nil
+	}, e.dumps(name)...)
+	return cr
+}
+
+func (e *env) waitState(name string, state v1alpha1.State) *v1alpha1.Serverless {
+	e.t.Helper()
+	return e.waitFor(name, fmt.Sprintf("Serverless %s to be %s", name, state), 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.State == state && cr.Status.ObservedGeneration == cr.Generation
+	})
+}
+
+func describe(cr *v1alpha1.Serverless) string {
+	parts := []string{fmt.Sprintf("state=%s served=%s generation=%d observed=%d", cr.Status.State, cr.Status.Served, cr.Generation, cr.Status.ObservedGeneration)}
+	for _, c := range cr.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// update changes the CR with retries on conflicts (the manager writes its status).
+func (e *env) update(name string, change func(cr *v1alpha1.Serverless)) {
+	e.t.Helper()
+	framework.WaitFor(e.t, 10*time.Second, "updating Serverless "+name, func(ctx context.Context) (bool, string, error) {
+		cr := &v1alpha1.Serverless{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cr); err != nil {
+			return false, "", err
+		}
+		change(cr)
+		err := e.c.Update(ctx, cr)
+		return err == nil, "", err
+	})
+}
+
+func (e *env) applySample(file string) {
+	e.t.Helper()
+	objs, err := framework.ReadManifestFile(filepath.Join(e.cluster.Root(), "config", "samples", file))
+	require.NoError(e.t, err)
+	require.NoError(e.t, e.cluster.Apply(e.t.Context(), ns, objs...))
+}
+
+func (e *env) controllerEnv() map[string]string {
+	e.t.Helper()
+	d := &appsv1.Deployment{}
+	require.NoError(e.t, e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: controllerName}, d))
+	out := map[string]string{}
+	for _, v := range d.Spec.Template.Spec.Containers[0].Env {
+		out[v.Name] = v.Value
+	}
+	return out
+}
+
+// uninstallAll deletes every Serverless CR and checks that nothing labelled
+// as the module's is left.
+func (e *env) uninstallAll() {
+	ctx := context.Background()
+	list := &v1alpha1.ServerlessList{}
+	if err := e.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		e.t.Errorf("listing Serverless CRs: %v", err)
+		return
+	}
+	for i := range list.Items {
+		_ = e.c.Delete(ctx, &list.Items[i])
+	}
+	err := framework.Poll(ctx, 2*time.Minute, "every Serverless CR to be gone", func(ctx context.Context) (bool, string, error) {
+		if err := e.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, "", err
+		}
+		var left []string
+		for _, cr := range list.Items {
+			left = append(left, cr.Name+": "+describe(&cr))
+		}
+		return len(left) == 0, strings.Join(left, "\n"), nil
+	}, framework.DumpLog(e.mgr, 40))
+	if err != nil {
+		e.t.Error(err)
+		return
+	}
+	for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{}} {
+		require.NoError(e.t, e.c.List(ctx, l, client.MatchingLabels{"app.kubernetes.io/managed-by": "serverless-manager"}))
+		assert.Zero(e.t, meta.LenList(l), "%T: objects of the module left after uninstall", l)
+	}
+}
+
+func TestDefaultCRInstallsRepairsAndReconfigures(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+
+	e.applySample("default-serverless-cr.yaml")
+	cr := e.waitState("default", v1alpha1.StateReady)
+	assert.Equal(t, metav1.ConditionTrue, cr.Status.Served)
+	assert.True(t, meta.IsStatusConditionTrue(cr.Status.Conditions, v1alpha1.ConditionInstalled))
+	assert.Equal(t, "internal", cr.Status.DockerRegistry)
+	assert.Equal(t, "L", cr.Status.DefaultRuntimePodPreset, "3 nodes: the large default")
+	for _, name := range []string{controllerName, registryName} {
+		d := &appsv1.Deployment{}
+		require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d), name)
+		assert.Equal(t, int32(1), d.Status.AvailableReplicas, name)
+	}
+
+	// A managed Deployment deleted by someone comes back within seconds.
+	require.NoError(t, e.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: controllerName}}))
+	framework.WaitFor(t, 10*time.Second, "the controller Deployment to be back", func(ctx context.Context) (bool, string, error) {
+		d := &appsv1.Deployment{}
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d)
+		return err == nil && d.DeletionTimestamp == nil, "", client.IgnoreNotFound(err)
+	}, e.dumps("default")...)
+	e.waitState("default", v1alpha1.StateReady)
+
+	// The log level reaches the controller's configuration without touching its Deployment.
+	d := &appsv1.Deployment{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d))
+	generation := d.Generation
+	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "debug" })
+	framework.WaitFor(t, 10*time.Second, "logLevel debug in the controller's log configuration", func(ctx context.Context) (bool, string, error) {
+		cm := &corev1.ConfigMap{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: logConfigMap}, cm); err != nil {
+			return false, "", err
+		}
+		return strings.Contains(cm.Data["log-config.yaml"], "debug"), cm.Data["log-config.yaml"], nil
+	}, e.dumps("default")...)
+	cr = e.waitFor("default", "the status to show the log level", 30*time.Second, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.LogLevel == "debug" && cr.Status.State == v1alpha1.StateReady
+	})
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d))
+	assert.Equal(t, generation, d.Generation, "a log level change must not roll the controller")
+
+	// Preset defaults and numbers reach the controller's settings and the status.
+	e.update("default", func(cr *v1alpha1.Serverless) {
+		cr.Spec.DefaultRuntimePodPreset = "S"
+		cr.Spec.DefaultBuildJobPreset = "fast"
+		cr.Spec.FunctionBuildExecutorArgs = "--insecure,--cache=false"
+		cr.Spec.FunctionBuildMaxSimultaneousJobs = ptrTo[int32](9)
+	})
+	cr = e.waitFor("default", "the presets in the status", time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation && cr.Status.DefaultRuntimePodPreset == "S"
+	})
+	assert.Equal(t, "fast", cr.Status.DefaultBuildJobPreset)
+	env := e.controllerEnv()
+	assert.Equal(t, "--insecure,--cache=false", env["APP_FUNCTION_BUILD_EXECUTOR_ARGS"])
+	assert.Equal(t, "9", env["APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS"])
+	assert.Regexp(t, `defaultPreset: "?S"?`, env["APP_FUNCTION_RESOURCE_CONFIG"])
+	assert.Regexp(t, `defaultPreset: "?fast"?`, env["APP_FUNCTION_RESOURCE_CONFIG"])
+}
+
+func TestRegistrySwitches(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+
+	e.applySample("default-serverless-cr.yaml")
+	e.waitState("default", v1alpha1.StateReady)
+	secret := &corev1.Secret{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registrySecret}, secret))
+	assert.Equal(t, "true", string(secret.Data["isInternal"]))
+
+	// External with a Secret that does not exist yet: Error naming it.
+	e.update("default", func(cr *v1alpha1.Serverless) {
+		cr.Spec.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptrTo(false), SecretName: ptrTo("my-registry")}
+	})
+	cr := e.waitState("default", v1alpha1.StateError)
+	cond := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionConfigured)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	assert.Contains(t, cond.Message, "my-registry")
+
+	// Creating the Secret is enough; the CR is not touched.
+	require.NoError(t, e.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-registry"},
+		StringData: map[string]string{"username": "robot", "password": "s3cret", "serverAddress": "registry.example.com", "registryAddress": "registry.example.com/team"}}))
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-registry"}})
+	})
+	cr = e.waitState("default", v1alpha1.StateReady)
+	assert.Equal(t, "registry.example.com", cr.Status.DockerRegistry)
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registrySecret}, secret))
+	assert.Equal(t, "false", string(secret.Data["isInternal"]))
+	assert.Equal(t, "registry.example.com/team", string(secret.Data["registryAddress"]))
+	framework.WaitFor(t, 30*time.Second, "the internal registry to be pruned", func(ctx context.Context) (bool, string, error) {
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registryName}, &appsv1.Deployment{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
+
+	// And back to internal.
+	e.update("default", func(cr *v1alpha1.Serverless) {
+		cr.Spec.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)}
+	})
+	cr = e.waitFor("default", "the internal registry in use", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation && cr.Status.DockerRegistry == "internal"
+	})
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registrySecret}, secret))
+	assert.Equal(t, "true", string(secret.Data["isInternal"]))
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registryName}, &appsv1.Deployment{}))
+}
+
+func TestSecondServerlessWaitsForTheFirst(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+
+	e.applySample("default-serverless-cr.yaml")
+	e.waitState("default", v1alpha1.StateReady)
+	second := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}, Spec: v1alpha1.ServerlessSpec{LogLevel: "warn"}}
+	require.NoError(t, e.c.Create(ctx, second))
+	cr := e.waitState("second", v1alpha1.StateWarning)
+	cond := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionConfigured)
+	require.NotNil(t, cond)
+	assert.Equal(t, v1alpha1.ReasonServerlessDuplicated, cond.Reason)
+	assert.Equal(t, metav1.ConditionFalse, cr.Status.Served)
+
+	require.NoError(t, e.c.Delete(ctx, e.get("default")))
+	e.waitFor("second", "the second CR to take over", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.Served == metav1.ConditionTrue && cr.Status.State == v1alpha1.StateReady && cr.Status.LogLevel == "warn"
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,138 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The manager runs in this namespace under this ServiceAccount; the audit
+// policy of hack/cluster.sh records exactly its requests.
+const (
+	ManagerNamespace      = "kyma-system"
+	ManagerServiceAccount = "serverless-manager"
+)
+
+// InstallManagerPrerequisites applies what the manager needs before it
+// starts, straight from config/: the Serverless CRD and the RBAC (ClusterRole,
+// ServiceAccount, bindings), into ManagerNamespace.
+func (c *Cluster) InstallManagerPrerequisites(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ManagerNamespace}}
+	if err := c.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ManagerNamespace, err)
+	}
+	for _, dir := range []string{"config/crd/bases", "config/rbac"} {
+		objs, err := ReadManifests(filepath.Join(c.root, dir))
+		if err != nil {
+			return err
+		}
+		if err := c.Apply(ctx, ManagerNamespace, objs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Apply server-side applies objects as the test user; namespaced objects
+// without a namespace go to namespace.
+func (c *Cluster) Apply(ctx context.Context, namespace string, objs ...*unstructured.Unstructured) error {
+	for _, o := range objs {
+		namespaced, err := c.client.IsObjectNamespaced(o)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if namespaced && o.GetNamespace() == "" {
+			o.SetNamespace(namespace)
+		}
+		if err := c.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ReadManifests decodes every YAML document of the .yaml files in dir (not
+// kustomization.yaml), in file name order.
+func ReadManifests(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		objs, err := ReadManifestFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// ReadManifestFile decodes the YAML documents of one file.
+func ReadManifestFile(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// StartManager runs bin/manager as the manager's ServiceAccount (so its RBAC
+// from config/rbac is what it gets), serving ManagerNamespace. extraArgs and
+// env are added to the defaults.
+func (c *Cluster) StartManager(ctx context.Context, name string, env []string, extraArgs ...string) (*Process, error) {
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ManagerNamespace, ManagerServiceAccount)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of the manager's ServiceAccount: %w", err)
+	}
+	args := append([]string{
+		"--namespace=" + ManagerNamespace,
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=0",
+		"--leader-elect=false",
+		"--log-format=console",
+	}, extraArgs...)
+	return StartProcess(ProcessSpec{
+		Name: name,
+		Path: filepath.Join(c.root, "bin", "manager"),
+		Args: args,
+		Env:  append([]string{"KUBECONFIG=" + kubeconfig}, env...),
+	})
+}
+
+// LogHas tells whether the process log contains s.
+func (p *Process) LogHas(s string) bool {
+	data, err := os.ReadFile(p.LogPath())
+	return err == nil && strings.Contains(string(data), s)
+}
