@@ -1,0 +1,300 @@
+//go:build e2e
+
+package e2e
+
+// Fault tests: the manager is killed, its objects are deleted or edited, its
+// CR is edited concurrently, and it is asked to uninstall while Functions
+// exist. Every scenario must end Ready (or uninstalled) with exactly the
+// objects of the inventory and nothing else.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/tests/framework"
+)
+
+// managedKinds are the kinds the chart renders (all of them are labelled).
+var managedKinds = []schema.GroupVersionKind{
+	{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
+	{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
+	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+	{Version: "v1", Kind: "ServiceAccount"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+	{Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "PersistentVolumeClaim"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+}
+
+// labelledIDs lists every object carrying the module labels, as inventory IDs.
+func (e *env) labelledIDs(ctx context.Context) []string {
+	e.t.Helper()
+	var ids []string
+	for _, gvk := range managedKinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		require.NoError(e.t, e.c.List(ctx, list, client.MatchingLabels{"app.kubernetes.io/managed-by": "serverless-manager"}))
+		for _, o := range list.Items {
+			if o.DeletionTimestamp != nil {
+				continue
+			}
+			ids = append(ids, strings.Join([]string{gvk.Group, gvk.Kind, o.Namespace, o.Name}, "/"))
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// requireConsistent checks that the cluster holds exactly the inventory.
+func (e *env) requireConsistent(ctx context.Context, cr *v1alpha1.Serverless) {
+	e.t.Helper()
+	var inv []string
+	for _, entry := range cr.Status.Inventory {
+		inv = append(inv, entry.ID)
+	}
+	sort.Strings(inv)
+	framework.WaitFor(e.t, 20*time.Second, "the cluster to hold exactly the inventory", func(ctx context.Context) (bool, string, error) {
+		got := e.labelledIDs(ctx)
+		return assert.ObjectsAreEqual(inv, got), fmt.Sprintf("inventory %d objects, labelled %d: %v", len(inv), len(got), diff(inv, got)), nil
+	})
+}
+
+func diff(a, b []string) string {
+	in := func(s []string, x string) bool {
+		for _, y := range s {
+			if x == y {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, x := range a {
+		if !in(b, x) {
+			out = append(out, "-"+x)
+		}
+	}
+	for _, x := range b {
+		if !in(a, x) {
+			out = append(out, "+"+x)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestKillManagerDuringInstall(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	const runs = 10
+	for run := range runs {
+		e.applySample("default-serverless-cr.yaml")
+		// Kill at a random point of the install (it takes about a second).
+		delay := time.Duration(rand.IntN(1500)) * time.Millisecond
+		time.Sleep(delay)
+		require.NoError(t, e.mgr.Kill9(), "run %d", run)
+		require.NoError(t, e.mgr.Restart(), "run %d", run)
+		cr := e.waitState("default", v1alpha1.StateReady)
+		e.requireConsistent(ctx, cr)
+		t.Logf("run %d: killed after %s, Ready again", run, delay)
+
+		require.NoError(t, e.c.Delete(ctx, cr))
+		framework.WaitFor(t, 2*time.Minute, "the uninstall", func(ctx context.Context) (bool, string, error) {
+			err := e.c.Get(ctx, client.ObjectKeyFromObject(cr), &v1alpha1.Serverless{})
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+		}, e.dumps("default")...)
+		assert.Empty(t, e.labelledIDs(ctx), "run %d: leftovers after uninstall", run)
+	}
+}
+
+func TestManagedObjectsAreRestored(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	e.applySample("default-serverless-cr.yaml")
+	cr := e.waitState("default", v1alpha1.StateReady)
+
+	faults := []struct {
+		name   string
+		inject func() error
+		check  func(ctx context.Context) (bool, string, error)
+	}{
+		{
+			name: "Deployment deleted",
+			inject: func() error {
+				return e.c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: controllerName}})
+			},
+			check: func(ctx context.Context) (bool, string, error) {
+				d := &appsv1.Deployment{}
+				err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d)
+				return err == nil && d.DeletionTimestamp == nil, "", client.IgnoreNotFound(err)
+			},
+		},
+		{
+			name: "Deployment scaled to zero",
+			inject: func() error {
+				d := &appsv1.Deployment{}
+				if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d); err != nil {
+					return err
+				}
+				zero := int32(0)
+				d.Spec.Replicas = &zero
+				return e.c.Update(ctx, d)
+			},
+			check: func(ctx context.Context) (bool, string, error) {
+				d := &appsv1.Deployment{}
+				err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d)
+				return err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 1, "", err
+			},
+		},
+		{
+			name: "log ConfigMap edited",
+			inject: func() error {
+				cm := &corev1.ConfigMap{}
+				if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: logConfigMap}, cm); err != nil {
+					return err
+				}
+				cm.Data["log-config.yaml"] = "logLevel: fatal\nlogFormat: text\n"
+				return e.c.Update(ctx, cm)
+			},
+			check: func(ctx context.Context) (bool, string, error) {
+				cm := &corev1.ConfigMap{}
+				err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: logConfigMap}, cm)
+				return err == nil && !strings.Contains(cm.Data["log-config.yaml"], "fatal"), cm.Data["log-config.yaml"], err
+			},
+		},
+		{
+			name: "registry Secret deleted",
+			inject: func() error {
+				return e.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: registrySecret}})
+			},
+			check: func(ctx context.Context) (bool, string, error) {
+				s := &corev1.Secret{}
+				err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registrySecret}, s)
+				return err == nil && s.DeletionTimestamp == nil && len(s.Data["username"]) > 0, "", client.IgnoreNotFound(err)
+			},
+		},
+		{
+			name: "Function CRD deleted",
+			inject: func() error {
+				return e.c.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "functions.serverless.kyma-project.io"}})
+			},
+			check: func(ctx context.Context) (bool, string, error) {
+				crd := &apiextensionsv1.CustomResourceDefinition{}
+				err := e.c.Get(ctx, types.NamespacedName{Name: "functions.serverless.kyma-project.io"}, crd)
+				return err == nil && crd.DeletionTimestamp == nil, "", client.IgnoreNotFound(err)
+			},
+		},
+	}
+	for _, f := range faults {
+		for run := range 2 {
+			start := time.Now()
+			require.NoError(t, f.inject(), "%s (run %d)", f.name, run)
+			framework.WaitFor(t, 30*time.Second, f.name+": restored", f.check, e.dumps("default")...)
+			cr = e.waitState("default", v1alpha1.StateReady)
+			t.Logf("%s (run %d): restored and Ready after %s", f.name, run, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	e.requireConsistent(ctx, cr)
+}
+
+func TestConcurrentEditsOfTheCR(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	e.applySample("default-serverless-cr.yaml")
+	e.waitState("default", v1alpha1.StateReady)
+
+	levels := []string{"debug", "info", "warn", "error"}
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 5 {
+				level := levels[(w+i)%len(levels)]
+				_ = framework.Poll(ctx, 10*time.Second, "an edit", func(ctx context.Context) (bool, string, error) {
+					cr := &v1alpha1.Serverless{}
+					if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, cr); err != nil {
+						return false, "", err
+					}
+					cr.Spec.LogLevel = level
+					err := e.c.Update(ctx, cr)
+					return err == nil, "", err
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	final := e.get("default").Spec.LogLevel
+	cr := e.waitFor("default", "the last edit to be in effect", time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation && cr.Status.LogLevel == final
+	})
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: logConfigMap}, cm))
+	assert.Contains(t, cm.Data["log-config.yaml"], final)
+	e.requireConsistent(ctx, cr)
+}
+
+func TestUninstallWaitsForFunctions(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	e.applySample("default-serverless-cr.yaml")
+	cr := e.waitState("default", v1alpha1.StateReady)
+
+	userNS := e.cluster.Namespace(t, "e2e-functions")
+	fn := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "serverless.kyma-project.io/v1alpha2", "kind": "Function",
+		"metadata": map[string]any{"namespace": userNS, "name": "hello"},
+		"spec": map[string]any{"runtime": "nodejs22", "source": map[string]any{"inline": map[string]any{
+			"source": "module.exports = { main: function (event, context) { return 'hello' } }"}}},
+	}}
+	require.NoError(t, e.c.Create(ctx, fn))
+	userSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userNS, Name: "user-data"}, StringData: map[string]string{"k": "v"}}
+	require.NoError(t, e.c.Create(ctx, userSecret))
+
+	require.NoError(t, e.c.Delete(ctx, cr))
+	want := fmt.Sprintf("1 Functions still exist (%s/hello); delete them to uninstall", userNS)
+	e.waitFor("default", "the uninstall to be held back", 30*time.Second, func(cr *v1alpha1.Serverless) bool {
+		for _, c := range cr.Status.Conditions {
+			if c.Type == v1alpha1.ConditionDeleted && c.Message == want {
+				return cr.Status.State == v1alpha1.StateWarning
+			}
+		}
+		return false
+	})
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, &appsv1.Deployment{}), "nothing is removed while Functions exist")
+
+	start := time.Now()
+	require.NoError(t, e.c.Delete(ctx, fn))
+	framework.WaitFor(t, 2*time.Minute, "the uninstall to complete", func(ctx context.Context) (bool, string, error) {
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, &v1alpha1.Serverless{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	}, e.dumps("default")...)
+	t.Logf("uninstalled %s after the last Function was deleted", time.Since(start).Round(time.Millisecond))
+	assert.Empty(t, e.labelledIDs(ctx))
+	require.NoError(t, e.c.Get(ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "user Secrets are never deleted")
+}
