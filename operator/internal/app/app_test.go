@@ -68,7 +68,9 @@ func startManagerWith(t *testing.T, env *testenv.Env, chart string, opts reconci
 	opts.Namespace = ns
 	opts.NewSecret = func(l int) string { n++; return fmt.Sprintf("secret%d-%d", n, l) }
 	// Short rechecks keep the uninstall tests quick.
-	opts.FunctionsRecheck = 300 * time.Millisecond
+	if opts.FunctionsRecheck == 0 {
+		opts.FunctionsRecheck = 300 * time.Millisecond
+	}
 	opts.DeletionRecheck = 200 * time.Millisecond
 	_, err = app.Setup(mgr, app.Options{
 		Chart: os.DirFS(filepath.Join("testdata", chart)),

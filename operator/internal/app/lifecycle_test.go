@@ -19,6 +19,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/module"
+	"github.com/kyma-project/serverless-manager/operator/internal/reconciler"
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 )
 
@@ -160,7 +161,9 @@ func TestUninstallWaitsForFunctions(t *testing.T) {
 	for _, n := range []string{ns, "team-a"} {
 		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))
 	}
-	startManager(t, env)
+	// No planned recheck within the test: the Function's deletion itself
+	// must resume the uninstall.
+	startManagerWith(t, env, "chart", reconciler.Options{FunctionsRecheck: time.Hour})
 
 	require.NoError(t, c.Create(ctx, newCR("default", v1alpha1.ServerlessSpec{})))
 	markAvailable(t, c, "fixture-controller")

@@ -94,6 +94,10 @@ type Reconciler struct {
 
 	renderMu   sync.Mutex
 	lastRender renderMemo
+
+	// watchFunctions starts watching Function deletions (once); set up by
+	// SetupWithManager, a no-op without it.
+	watchFunctions func()
 }
 
 // renderMemo keeps the last render: the chart only changes with the values,
@@ -115,7 +119,8 @@ func New(c client.Client, api client.Reader, live Live, renderer Renderer, appli
 	if opts.RolloutTimeout == 0 {
 		opts.RolloutTimeout = 5 * time.Minute
 	}
-	return &Reconciler{client: c, api: api, live: live, renderer: renderer, applier: applier, events: events, metrics: metrics, opts: opts}
+	return &Reconciler{client: c, api: api, live: live, renderer: renderer, applier: applier, events: events, metrics: metrics, opts: opts,
+		watchFunctions: func() {}}
 }
 
 // +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses,verbs=get;list;watch;update;patch

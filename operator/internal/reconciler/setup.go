@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/watch"
@@ -43,7 +45,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	node.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Node"})
 	// The default presets depend on the node count only.
 	b = b.WatchesMetadata(node, toServerless, builder.WithPredicates(createsOrDeletes()))
-	return b.Complete(r)
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+
+	// Functions are watched only once an uninstall waits for them: the CRD
+	// may not exist before the module is installed, and most of the time
+	// the manager has no business caching every Function of the cluster.
+	fn := &metav1.PartialObjectMetadata{}
+	fn.SetGroupVersionKind(functionListGVK.GroupVersion().WithKind("Function"))
+	var once sync.Once
+	r.watchFunctions = func() {
+		once.Do(func() {
+			src := source.Kind(mgr.GetCache(), client.Object(fn), toServerless, onlyDeletes())
+			if err := c.Watch(src); err != nil {
+				mgr.GetLogger().Error(err, "watching Function deletions; relying on rechecks")
+			}
+		})
+	}
+	return nil
 }
 
 // allServerless maps any event to every Serverless CR of the module

@@ -51,6 +51,7 @@ func (r *Reconciler) stepDelete(ctx context.Context, s *state) (stepFn, string) 
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
 	}
 	if count > 0 {
+		r.watchFunctions()
 		s.cr.Status.State = v1alpha1.StateWarning
 		more := ""
 		if count > len(names) {
