@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -161,6 +162,17 @@ func markAvailable(t *testing.T, c client.Client, name string) {
 	})
 }
 
+// updateCR changes a CR, retrying when the manager wrote its status meanwhile.
+func updateCR(t *testing.T, c client.Client, name string, change func(cr *v1alpha1.Serverless)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cr := getCR(t, c, name)
+		change(cr)
+		return c.Update(context.Background(), cr)
+	})
+	require.NoError(t, err)
+}
+
 func newCR(name string, spec v1alpha1.ServerlessSpec) *v1alpha1.Serverless {
 	return &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
 }
@@ -233,8 +245,7 @@ func TestInstallSteadyStateChangeDriftAndUninstall(t *testing.T) {
 	// Steady state: a reconcile with nothing changed writes nothing.
 	before := resourceVersions(t, c)
 	crRV := cr.ResourceVersion
-	cr.Annotations = map[string]string{"test/poke": "1"}
-	require.NoError(t, c.Update(ctx, cr))
+	updateCR(t, c, "default", func(cr *v1alpha1.Serverless) { cr.Annotations = map[string]string{"test/poke": "1"} })
 	time.Sleep(time.Second)
 	assert.Equal(t, before, resourceVersions(t, c), "no object may be written when nothing changed")
 	cr = getCR(t, c, "default")
@@ -242,8 +253,7 @@ func TestInstallSteadyStateChangeDriftAndUninstall(t *testing.T) {
 	assert.NotEqual(t, crRV, cr.ResourceVersion) // our own annotation update
 
 	// A change applies only what it changes: logLevel lives in the ConfigMap.
-	cr.Spec.LogLevel = "debug"
-	require.NoError(t, c.Update(ctx, cr))
+	updateCR(t, c, "default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "debug" })
 	eventually(t, 10*time.Second, "the log level to reach the ConfigMap", func() (bool, string) {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "fixture-log-config"}, cm); err != nil {
@@ -274,15 +284,12 @@ func TestInstallSteadyStateChangeDriftAndUninstall(t *testing.T) {
 
 	// Objects that join the chart are applied (after their CRD); objects that
 	// leave it are pruned.
-	cr.Spec.EnableNetworkPolicies = true
-	require.NoError(t, c.Update(ctx, cr))
+	updateCR(t, c, "default", func(cr *v1alpha1.Serverless) { cr.Spec.EnableNetworkPolicies = true })
 	eventually(t, 10*time.Second, "the optional objects to be applied", func() (bool, string) {
 		cr := getCR(t, c, "default")
 		return len(cr.Status.Inventory) == 7 && cr.Status.State == v1alpha1.StateReady, describe(cr)
 	})
-	cr = getCR(t, c, "default")
-	cr.Spec.EnableNetworkPolicies = false
-	require.NoError(t, c.Update(ctx, cr))
+	updateCR(t, c, "default", func(cr *v1alpha1.Serverless) { cr.Spec.EnableNetworkPolicies = false })
 	eventually(t, 10*time.Second, "the optional objects to be pruned", func() (bool, string) {
 		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "fixture-allow-all"}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}})
 		cr := getCR(t, c, "default")
@@ -305,12 +312,9 @@ func TestInstallSteadyStateChangeDriftAndUninstall(t *testing.T) {
 	// Uninstall removes everything labelled as the module's, then the finalizer.
 	require.NoError(t, c.Delete(ctx, getCR(t, c, "default")))
 	eventually(t, 20*time.Second, "the CR to be gone", func() (bool, string) {
-		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, &v1alpha1.Serverless{})
-		if apierrors.IsNotFound(err) {
-			return true, ""
-		}
-		cr := getCR(t, c, "default")
-		return false, describe(cr)
+		cr := &v1alpha1.Serverless{}
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, cr)
+		return apierrors.IsNotFound(err), describe(cr)
 	})
 	assert.Empty(t, resourceVersions(t, c), "nothing labelled as the module's may remain")
 	crd := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}}

@@ -111,8 +111,7 @@ func TestInternalRegistryCredentialsAreStable(t *testing.T) {
 	require.NotEmpty(t, pass)
 
 	// Other changes re-render; the credentials stay.
-	cr.Spec.LogLevel = "warn"
-	require.NoError(t, c.Update(ctx, cr))
+	updateCR(t, c, "default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "warn" })
 	waitState(t, c, "default", v1alpha1.StateReady)
 	eventually(t, 5*time.Second, "the new log level", func() (bool, string) {
 		return getCR(t, c, "default").Status.LogLevel == "warn", ""
@@ -130,11 +129,12 @@ func TestPauseStopsChanges(t *testing.T) {
 
 	require.NoError(t, c.Create(ctx, newCR("default", v1alpha1.ServerlessSpec{})))
 	markAvailable(t, c, "fixture-controller")
-	cr := waitState(t, c, "default", v1alpha1.StateReady)
+	waitState(t, c, "default", v1alpha1.StateReady)
 
-	cr.Annotations = map[string]string{module.PauseAnnotation: module.PausedValue}
-	cr.Spec.LogLevel = "error"
-	require.NoError(t, c.Update(ctx, cr))
+	updateCR(t, c, "default", func(cr *v1alpha1.Serverless) {
+		cr.Annotations = map[string]string{module.PauseAnnotation: module.PausedValue}
+		cr.Spec.LogLevel = "error"
+	})
 	eventually(t, 10*time.Second, "the paused state", func() (bool, string) {
 		cr := getCR(t, c, "default")
 		return cr.Status.State == v1alpha1.StateWarning && conditionOf(cr, v1alpha1.ConditionInstalled).Reason == v1alpha1.ReasonPaused, describe(cr)
@@ -144,9 +144,7 @@ func TestPauseStopsChanges(t *testing.T) {
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "fixture-log-config"}, cm))
 	assert.Contains(t, cm.Data["log-config.yaml"], "logLevel: info", "nothing may change while paused")
 
-	cr = getCR(t, c, "default")
-	delete(cr.Annotations, module.PauseAnnotation)
-	require.NoError(t, c.Update(ctx, cr))
+	updateCR(t, c, "default", func(cr *v1alpha1.Serverless) { delete(cr.Annotations, module.PauseAnnotation) })
 	eventually(t, 10*time.Second, "the change to land after resuming", func() (bool, string) {
 		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "fixture-log-config"}, cm))
 		return strings.Contains(cm.Data["log-config.yaml"], "logLevel: error"), cm.Data["log-config.yaml"]

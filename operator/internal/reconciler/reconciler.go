@@ -170,15 +170,33 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *state) error {
 	if err := r.client.Status().Update(ctx, s.cr); err != nil {
 		return err
 	}
-	if s.before.State != s.cr.Status.State && s.cr.Status.State != "" {
-		kind := corev1.EventTypeNormal
-		if s.cr.Status.State == v1alpha1.StateError || s.cr.Status.State == v1alpha1.StateWarning {
-			kind = corev1.EventTypeWarning
-		}
-		r.events.Eventf(s.cr, nil, kind, "State"+string(s.cr.Status.State), "Reconcile",
-			"state changed from %s to %s: %s", orNone(string(s.before.State)), s.cr.Status.State, s.stateMessage())
-	}
+	r.emitEvents(s)
 	return nil
+}
+
+// emitEvents reports each changed value and a state transition. A
+// transition is told in the last change's event when there is one, so a
+// one-value change that starts a rollout costs one event, not two.
+func (r *Reconciler) emitEvents(s *state) {
+	transition := ""
+	if s.before.State != s.cr.Status.State && s.cr.Status.State != "" {
+		transition = fmt.Sprintf("state changed from %s to %s: %s", orNone(string(s.before.State)), s.cr.Status.State, s.stateMessage())
+	}
+	for i, change := range s.changes {
+		if i == len(s.changes)-1 && transition != "" {
+			change += "; " + transition
+			transition = ""
+		}
+		r.events.Eventf(s.cr, nil, corev1.EventTypeNormal, "ConfigurationChanged", "Configure", "%s", change)
+	}
+	if transition == "" {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if s.cr.Status.State == v1alpha1.StateError || s.cr.Status.State == v1alpha1.StateWarning {
+		kind = corev1.EventTypeWarning
+	}
+	r.events.Eventf(s.cr, nil, kind, "State"+string(s.cr.Status.State), "Reconcile", "%s", transition)
 }
 
 func orNone(s string) string {
@@ -199,6 +217,8 @@ type state struct {
 
 	values   map[string]any
 	warnings []string
+	// changes describe configuration values that changed, one event each.
+	changes []string
 	objs     []*unstructured.Unstructured
 	applied  []*unstructured.Unstructured
 

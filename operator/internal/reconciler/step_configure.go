@@ -38,9 +38,7 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) (stepFn, strin
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonConfigurationInvalid, err, false)
 	}
-	for _, change := range values.Changes(s.cr.Status.EffectiveConfiguration, built.Effective) {
-		r.events.Eventf(s.cr, nil, corev1.EventTypeNormal, "ConfigurationChanged", "Configure", "%s", change)
-	}
+	s.changes = values.Changes(s.cr.Status.EffectiveConfiguration, built.Effective)
 	s.cr.Status.EffectiveConfiguration = built.Effective
 	s.warnings = built.Warnings
 	msg := "configuration is valid"
