@@ -74,7 +74,7 @@ func startManagerWith(t *testing.T, env *testenv.Env, chart string, opts reconci
 	}
 	opts.DeletionRecheck = 200 * time.Millisecond
 	_, err = app.Setup(mgr, app.Options{
-		Chart: os.DirFS(filepath.Join("testdata", chart)),
+		Chart:   os.DirFS(filepath.Join("testdata", chart)),
 		Options: opts,
 	})
 	require.NoError(t, err)

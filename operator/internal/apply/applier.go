@@ -110,7 +110,7 @@ func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructu
 			return res, fmt.Errorf("applying %s %q: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		res.Applied = append(res.Applied, id)
-		next[id] = v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: version(obj)}
+		next[id] = v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: versionOf(obj)}
 		if Tier(obj.GroupVersionKind().GroupKind()) == 0 {
 			// A new CRD changes what the API serves.
 			a.resetMapper()
@@ -178,11 +178,9 @@ func (a *Applier) needsApply(ctx context.Context, obj *unstructured.Unstructured
 	return versionOf(live) != recorded.Version, nil
 }
 
-// version is what tells a later reconcile whether someone else changed the
-// object: the generation for kinds that count spec changes, else the
+// versionOf is what tells a later reconcile whether someone else changed
+// the object: the generation for kinds that count spec changes, else the
 // resourceVersion.
-func version(obj *unstructured.Unstructured) string { return versionOf(obj) }
-
 func versionOf(obj metav1.Object) string {
 	if g := obj.GetGeneration(); g > 0 {
 		return "g" + strconv.FormatInt(g, 10)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -210,17 +211,14 @@ func orNone(s string) string {
 type state struct {
 	cr     *v1alpha1.Serverless
 	before *v1alpha1.ServerlessStatus
-	log    interface {
-		Info(msg string, kv ...any)
-		Error(err error, msg string, kv ...any)
-	}
+	log    logr.Logger
 
 	values   map[string]any
 	warnings []string
 	// changes describe configuration values that changed, one event each.
 	changes []string
-	objs     []*unstructured.Unstructured
-	applied  []*unstructured.Unstructured
+	objs    []*unstructured.Unstructured
+	applied []*unstructured.Unstructured
 
 	result ctrl.Result
 	err    error

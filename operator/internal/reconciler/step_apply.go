@@ -16,7 +16,8 @@ import (
 // chart. The inventory in the status records the outcome, also on failure.
 func (r *Reconciler) stepApply(ctx context.Context, s *state) (stepFn, string) {
 	prev := inventory.FromEntries(s.cr.Status.Inventory)
-	res, err := r.applier.Apply(ctx, s.cr.Namespace, copies(s.objs), prev)
+	// Apply works on copies: the render memo stays untouched.
+	res, err := r.applier.Apply(ctx, s.cr.Namespace, s.objs, prev)
 	s.cr.Status.Inventory = res.Inventory.Entries()
 	if r.metrics != nil {
 		r.metrics.AddApplied(len(res.Applied))

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 )
 
@@ -39,13 +37,4 @@ func (r *Reconciler) stepRender(_ context.Context, s *state) (stepFn, string) {
 	}
 	s.cr.Status.ChartVersion = r.renderer.ChartVersion()
 	return r.stepApply, "apply"
-}
-
-// copies returns deep copies, so that later steps never change the memo.
-func copies(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, len(objs))
-	for i, o := range objs {
-		out[i] = o.DeepCopy()
-	}
-	return out
 }
