@@ -358,6 +358,22 @@ print_access() {
   echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
 
+# EXIT trap while starting: after a failure stop what was started and keep
+# only the logs for diagnosis; the next `up` starts afresh.
+# shellcheck disable=SC2317 # invoked by trap
+on_failed_start() {
+  local status=$?
+  [ "$status" != 0 ] || return 0
+  log "start failed; stopping what was started"
+  stop_processes
+  if [ -d "$LOGS" ]; then
+    find "$STATE" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
+    log "logs of the failed start are in $LOGS/"
+  else
+    rm -rf "$STATE"
+  fi
+}
+
 cmd_up() {
   local user=
   if [ "${1:-}" = --user ]; then user=${2:?--user needs a PID}; fi
@@ -375,8 +391,7 @@ cmd_up() {
       rm -rf "$STATE"
       load_config
     fi
-    # on any failure: stop what was started, keep only the logs for diagnosis
-    trap 'st=$?; if [ $st != 0 ]; then log "start failed; stopping; logs kept in $LOGS/"; stop_processes; if [ -d "$LOGS" ]; then find "$STATE" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +; else rm -rf "$STATE"; fi; fi' EXIT
+    trap on_failed_start EXIT
     start_cluster
     trap - EXIT
     [ -z "$user" ] || touch "$STATE/owned-by-tests"
