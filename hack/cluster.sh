@@ -314,6 +314,9 @@ start_cluster() {
   wait_for 30 "etcd accepts connections" port_in_use "$ETCD_PORT"
 
   log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+  # audit: events are written synchronously by the request handler (blocking,
+  # none dropped) into
+  # one file; maxsize 0 would mean rotation at 100 MB, so it is set beyond reach
   start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
@@ -322,6 +325,7 @@ start_cluster() {
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none \
     --audit-policy-file="$ROOT/hack/cluster/audit-policy.yaml" --audit-log-path="$STATE/audit.log" --audit-log-mode=blocking \
+    --audit-log-maxsize=100000 \
     --cert-dir="$PKI"
   wait_for 120 "kube-apiserver /readyz ok" apiserver_ready
 
