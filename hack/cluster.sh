@@ -315,8 +315,7 @@ start_cluster() {
 
   log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
   # audit: events are written synchronously by the request handler (blocking,
-  # none dropped) into
-  # one file; maxsize 0 would mean rotation at 100 MB, so it is set beyond reach
+  # none dropped) into one file (maxsize 0 would mean rotation at 100 MB)
   start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
