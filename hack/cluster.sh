@@ -291,7 +291,11 @@ EOF
 }
 
 start_cluster() {
-  local p
+  local p kv name
+  for kv in $SETTINGS; do
+    name=${kv%%=*}
+    [[ ${!name} =~ ^[1-9][0-9]*$ ]] || die "$name must be a positive number, not '${!name}'"
+  done
   for p in "$APISERVER_PORT" "$ETCD_PORT" "$ETCD_PEER_PORT" "$KCM_PORT" "$SCHEDULER_PORT" "$KWOK_PORT"; do
     port_in_use "$p" && die "port $p is in use by another process; pick other ports via APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT, SCHEDULER_PORT, KWOK_PORT"
   done
