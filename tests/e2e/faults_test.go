@@ -298,3 +298,45 @@ func TestUninstallWaitsForFunctions(t *testing.T) {
 	assert.Empty(t, e.labelledIDs(ctx))
 	require.NoError(t, e.c.Get(ctx, client.ObjectKeyFromObject(userSecret), &corev1.Secret{}), "user Secrets are never deleted")
 }
+
+func TestLeaderElectionLetsOneReplicaWrite(t *testing.T) {
+	e := startManager(t) // replica 1, started without leader election: stop it
+	require.NoError(t, e.mgr.Stop())
+	ctx := t.Context()
+
+	var replicas []*framework.Process
+	for i := range 2 {
+		p, err := e.cluster.StartManager(ctx, fmt.Sprintf("manager-%s-%d", t.Name(), i), nil, "--leader-elect=true")
+		require.NoError(t, err)
+		replicas = append(replicas, p)
+		t.Cleanup(func() { _ = p.Stop() })
+	}
+	e.mgr = replicas[0]
+	e.applySample("default-serverless-cr.yaml")
+	e.waitState("default", v1alpha1.StateReady)
+
+	leaders := 0
+	for _, p := range replicas {
+		if p.LogHas("successfully acquired lease") {
+			leaders++
+		}
+	}
+	assert.Equal(t, 1, leaders, "exactly one replica leads")
+
+	// The leader goes away; the other one takes over and keeps the module in shape.
+	var leader, follower *framework.Process
+	if replicas[0].LogHas("successfully acquired lease") {
+		leader, follower = replicas[0], replicas[1]
+	} else {
+		leader, follower = replicas[1], replicas[0]
+	}
+	require.NoError(t, leader.Stop())
+	e.mgr = follower
+	framework.WaitFor(t, time.Minute, "the other replica to lead", func(context.Context) (bool, string, error) {
+		return follower.LogHas("successfully acquired lease"), "", nil
+	}, framework.DumpLog(follower, 20))
+	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "error" })
+	e.waitFor("default", "the new leader to act", time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.LogLevel == "error"
+	})
+}
