@@ -10,6 +10,7 @@
 #   hack/cluster.sh status              components, API health, nodes; exit 1 when unhealthy
 #   hack/cluster.sh kubeconfig-sa NS SA write a kubeconfig for ServiceAccount NS/SA, print its path
 #   hack/cluster.sh release PID         the test process PID is done with the cluster (see below)
+#   hack/cluster.sh restart kube-apiserver  kill -9 the API server and start it again (fault tests)
 #
 # Test binaries call `up --user PID` and `release PID`: a cluster that tests
 # started is torn down by the last test process that releases it (unless
@@ -290,6 +291,23 @@ EOF
   done
 }
 
+# start_apiserver starts kube-apiserver (also used by `restart kube-apiserver`).
+start_apiserver() {
+  log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+  # audit: events are written synchronously by the request handler (blocking,
+  # none dropped) into one file (maxsize 0 would mean rotation at 100 MB)
+  start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
+    --authorization-mode=Node,RBAC --allow-privileged=true \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none \
+    --audit-policy-file="$ROOT/hack/cluster/audit-policy.yaml" --audit-log-path="$STATE/audit.log" --audit-log-mode=blocking \
+    --audit-log-maxsize=100000 \
+    --cert-dir="$PKI"
+}
+
 start_cluster() {
   local p kv name
   for kv in $SETTINGS; do
@@ -317,19 +335,7 @@ start_cluster() {
     --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT"
   wait_for 30 "etcd accepts connections" port_in_use "$ETCD_PORT"
 
-  log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
-  # audit: events are written synchronously by the request handler (blocking,
-  # none dropped) into one file (maxsize 0 would mean rotation at 100 MB)
-  start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
-    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
-    --authorization-mode=Node,RBAC --allow-privileged=true \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none \
-    --audit-policy-file="$ROOT/hack/cluster/audit-policy.yaml" --audit-log-path="$STATE/audit.log" --audit-log-mode=blocking \
-    --audit-log-maxsize=100000 \
-    --cert-dir="$PKI"
+  start_apiserver
   wait_for 120 "kube-apiserver /readyz ok" apiserver_ready
 
   log "starting kube-controller-manager, kube-scheduler and kwok"
@@ -411,6 +417,23 @@ cmd_up() {
   print_access
 }
 
+# restart kube-apiserver: stops the API server (SIGKILL, as a crash would)
+# and starts it again with the same state, for fault tests.
+cmd_restart() {
+  local component=${1:?usage: restart kube-apiserver} pid
+  [ "$component" = kube-apiserver ] || die "restart supports kube-apiserver only"
+  lock
+  load_config
+  [ -d "$STATE" ] || die "no cluster in $STATE"
+  pid=$(pidof_component kube-apiserver)
+  if is_ours "$pid"; then
+    kill -KILL "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  fi
+  start_apiserver
+  wait_for 120 "kube-apiserver /readyz ok" apiserver_ready
+}
+
 cmd_down() {
   lock
   load_config
@@ -477,5 +500,6 @@ case ${1:-} in
   status) cmd_status ;;
   kubeconfig-sa) shift; cmd_kubeconfig_sa "$@" ;;
   release) shift; cmd_release "$@" ;;
+  restart) shift; cmd_restart "$@" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

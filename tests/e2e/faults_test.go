@@ -340,3 +340,22 @@ func TestLeaderElectionLetsOneReplicaWrite(t *testing.T) {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.LogLevel == "error"
 	})
 }
+
+func TestAPIServerRestartDuringInstall(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	for run := range 2 {
+		e.applySample("default-serverless-cr.yaml")
+		time.Sleep(time.Duration(200+rand.IntN(600)) * time.Millisecond)
+		start := time.Now()
+		require.NoError(t, e.cluster.RestartAPIServer(ctx), "run %d", run)
+		cr := e.waitState("default", v1alpha1.StateReady)
+		e.requireConsistent(ctx, cr)
+		t.Logf("run %d: Ready %s after the API server restart began", run, time.Since(start).Round(time.Millisecond))
+		require.NoError(t, e.c.Delete(ctx, cr))
+		framework.WaitFor(t, 2*time.Minute, "the uninstall", func(ctx context.Context) (bool, string, error) {
+			err := e.c.Get(ctx, client.ObjectKeyFromObject(cr), &v1alpha1.Serverless{})
+			return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+		}, e.dumps("default")...)
+	}
+}

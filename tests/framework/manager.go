@@ -136,3 +136,10 @@ func (p *Process) LogHas(s string) bool {
 	data, err := os.ReadFile(p.LogPath())
 	return err == nil && strings.Contains(string(data), s)
 }
+
+// RestartAPIServer kills kube-apiserver (SIGKILL) and starts it again on the
+// same etcd, returning once it is ready.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	_, err := runScript(ctx, c.root, "restart", "kube-apiserver")
+	return err
+}
