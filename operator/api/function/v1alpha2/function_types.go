@@ -1,0 +1,274 @@
+package v1alpha2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Runtime is a supported Function runtime.
+// +kubebuilder:validation:Enum=nodejs20;nodejs22;python312
+type Runtime string
+
+// FunctionSpec is what a user declares: source, runtime and how to run it.
+type FunctionSpec struct {
+	// Runtime the Function's code runs on.
+	Runtime Runtime `json:"runtime"`
+
+	// RuntimeImageOverride replaces the runtime's base image.
+	// +optional
+	RuntimeImageOverride string `json:"runtimeImageOverride,omitempty"`
+
+	// Source of the Function: inline code or a Git repository.
+	Source Source `json:"source"`
+
+	// Env is added to the Function's container.
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !(e.name in ['FUNC_RUNTIME', 'FUNC_HANDLER', 'FUNC_PORT', 'MOD_NAME', 'NODE_PATH', 'PYTHONPATH']))",message="spec.env: the names FUNC_RUNTIME, FUNC_HANDLER, FUNC_PORT, MOD_NAME, NODE_PATH and PYTHONPATH are reserved"
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// ResourceConfiguration sizes the Function's Pods and build Jobs.
+	// +optional
+	ResourceConfiguration *ResourceConfiguration `json:"resourceConfiguration,omitempty"`
+
+	// ScaleConfig turns on autoscaling between minReplicas and maxReplicas.
+	// Deprecated: scale the Function with its scale subresource instead.
+	// +optional
+	ScaleConfig *ScaleConfig `json:"scaleConfig,omitempty"`
+
+	// Replicas of the Function's Deployment.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=1
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Template is not supported any more.
+	// Deprecated: use spec.labels and spec.annotations.
+	// +kubebuilder:validation:XValidation:rule="!has(self.labels) && !has(self.annotations)",message="spec.template: labels and annotations are not supported, use spec.labels and spec.annotations"
+	// +optional
+	Template *Template `json:"template,omitempty"`
+
+	// SecretMounts mount Secrets into the Function's container.
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	SecretMounts []SecretMount `json:"secretMounts,omitempty"`
+
+	// Labels are added to the Function's Pods.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('serverless.kyma-project.io/'))",message="spec.labels: the prefix serverless.kyma-project.io/ is reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) < 64)",message="spec.labels: label names must be shorter than 64 characters"
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are added to the Function's Pods.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('serverless.kyma-project.io/'))",message="spec.annotations: the prefix serverless.kyma-project.io/ is reserved"
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Source holds exactly one kind of source.
+// +kubebuilder:validation:XValidation:rule="has(self.gitRepository) != has(self.inline)",message="spec.source: use exactly one of gitRepository and inline"
+type Source struct {
+	// GitRepository to build the Function from.
+	// +optional
+	GitRepository *GitRepositorySource `json:"gitRepository,omitempty"`
+	// Inline code of the Function.
+	// +optional
+	Inline *InlineSource `json:"inline,omitempty"`
+}
+
+// InlineSource is code kept in the Function itself.
+type InlineSource struct {
+	// Source code of the handler.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1048576
+	Source string `json:"source"`
+	// Dependencies: package.json for Node.js, requirements.txt for Python.
+	// +kubebuilder:validation:MaxLength=1048576
+	// +optional
+	Dependencies string `json:"dependencies,omitempty"`
+}
+
+// GitRepositorySource is code in a Git repository.
+// +kubebuilder:validation:XValidation:rule="has(self.baseDir) && size(self.baseDir.trim()) > 0",message="spec.source.gitRepository.baseDir is required"
+// +kubebuilder:validation:XValidation:rule="has(self.reference) && size(self.reference.trim()) > 0",message="spec.source.gitRepository.reference is required"
+type GitRepositorySource struct {
+	// URL of the repository.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// Auth for a private repository.
+	// +optional
+	Auth *RepositoryAuth `json:"auth,omitempty"`
+	// Repository is where in the repository and which revision.
+	Repository `json:",inline"`
+}
+
+// Repository points at a directory and revision.
+type Repository struct {
+	// BaseDir is the directory holding the handler.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	BaseDir string `json:"baseDir,omitempty"`
+	// Reference is a branch, tag or commit.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reference string `json:"reference,omitempty"`
+}
+
+// RepositoryAuth names a Secret with Git credentials.
+type RepositoryAuth struct {
+	// Type of the credentials.
+	// +kubebuilder:validation:Enum=basic;key
+	Type string `json:"type"`
+	// SecretName of a Secret in the Function's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self.trim()) > 0",message="spec.source.gitRepository.auth.secretName is required"
+	SecretName string `json:"secretName"`
+}
+
+// ResourceConfiguration sizes Pods and build Jobs.
+type ResourceConfiguration struct {
+	// Build sizes the build Job.
+	// Deprecated: build sizing is a module setting.
+	// +kubebuilder:validation:XValidation:rule="has(self.profile) != has(self.resources)",message="spec.resourceConfiguration.build: use exactly one of profile and resources"
+	// +kubebuilder:validation:XValidation:rule="!has(self.profile) || self.profile in ['local-dev', 'slow', 'normal', 'fast']",message="spec.resourceConfiguration.build.profile must be one of local-dev, slow, normal, fast"
+	// +optional
+	Build *ResourceRequirements `json:"build,omitempty"`
+	// Function sizes the Function's Pods.
+	// +kubebuilder:validation:XValidation:rule="has(self.profile) != has(self.resources)",message="spec.resourceConfiguration.function: use exactly one of profile and resources"
+	// +kubebuilder:validation:XValidation:rule="!has(self.profile) || self.profile in ['XS', 'S', 'M', 'L', 'XL']",message="spec.resourceConfiguration.function.profile must be one of XS, S, M, L, XL"
+	// +optional
+	Function *ResourceRequirements `json:"function,omitempty"`
+}
+
+// ResourceRequirements is a preset or explicit resources.
+type ResourceRequirements struct {
+	// Profile names a preset.
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Profile string `json:"profile,omitempty"`
+	// Resources set explicitly.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ScaleConfig bounds autoscaling.
+// +kubebuilder:validation:XValidation:rule="self.minReplicas <= self.maxReplicas",message="spec.scaleConfig: minReplicas must not exceed maxReplicas"
+type ScaleConfig struct {
+	// MinReplicas of the autoscaler.
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas *int32 `json:"minReplicas"`
+	// MaxReplicas of the autoscaler.
+	// +kubebuilder:validation:Minimum=1
+	MaxReplicas *int32 `json:"maxReplicas"`
+}
+
+// Template is the deprecated Pod template override.
+type Template struct {
+	// Labels are not supported.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are not supported.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// SecretMount mounts one Secret.
+type SecretMount struct {
+	// SecretName of a Secret in the Function's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+	// MountPath in the container.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	MountPath string `json:"mountPath"`
+}
+
+// FunctionStatus is what the Function controller reports.
+type FunctionStatus struct {
+	// Runtime last reconciled.
+	// +optional
+	Runtime Runtime `json:"runtime,omitempty"`
+	// FunctionResourceProfile chosen, or "custom".
+	// +optional
+	FunctionResourceProfile string `json:"functionResourceProfile,omitempty"`
+	// BuildResourceProfile chosen, or "custom".
+	// Deprecated: follows the deprecated spec field.
+	// +optional
+	BuildResourceProfile string `json:"buildResourceProfile,omitempty"`
+	// Conditions: ConfigurationReady, BuildReady, Running.
+	// +optional
+	Conditions []Condition `json:"conditions,omitempty"`
+	// Repository settings last used.
+	Repository `json:",inline"`
+	// Commit built.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+	// Replicas from the Deployment (scale subresource).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// PodSelector of the Deployment (scale subresource).
+	// +optional
+	PodSelector string `json:"podSelector,omitempty"`
+	// RuntimeImage is the base image in use.
+	// +optional
+	RuntimeImage string `json:"runtimeImage,omitempty"`
+	// RuntimeImageOverride mirrors the spec field.
+	// Deprecated: read spec.runtimeImageOverride.
+	// +optional
+	RuntimeImageOverride string `json:"runtimeImageOverride,omitempty"`
+}
+
+// Condition of a Function.
+type Condition struct {
+	// Type: ConfigurationReady, BuildReady or Running.
+	Type string `json:"type"`
+	// Status: True, False or Unknown.
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status corev1.ConditionStatus `json:"status"`
+	// LastTransitionTime of the status.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// Reason in CamelCase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message for humans.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Function is a piece of code the Serverless module builds and runs.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.podSelector
+// +kubebuilder:resource:categories={kyma-serverless}
+// +kubebuilder:printcolumn:name="Configured",type="string",JSONPath=".status.conditions[?(@.type=='ConfigurationReady')].status"
+// +kubebuilder:printcolumn:name="Built",type="string",JSONPath=".status.conditions[?(@.type=='BuildReady')].status"
+// +kubebuilder:printcolumn:name="Running",type="string",JSONPath=".status.conditions[?(@.type=='Running')].status"
+// +kubebuilder:printcolumn:name="Runtime",type="string",JSONPath=".spec.runtime"
+// +kubebuilder:printcolumn:name="Version",type="integer",JSONPath=".metadata.generation"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type Function struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FunctionSpec   `json:"spec,omitempty"`
+	Status FunctionStatus `json:"status,omitempty"`
+}
+
+// FunctionList is a list of Functions.
+//
+// +kubebuilder:object:root=true
+type FunctionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Function `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Function{}, &FunctionList{})
+}
