@@ -309,15 +309,23 @@ func TestLeaderElectionLetsOneReplicaWrite(t *testing.T) {
 		p, err := e.cluster.StartManager(ctx, fmt.Sprintf("manager-%s-%d", t.Name(), i), nil, "--leader-elect=true")
 		require.NoError(t, err)
 		replicas = append(replicas, p)
-		t.Cleanup(func() { _ = p.Stop() })
 	}
+	// The replica left running last is e.mgr, which startManager's cleanup
+	// stops after the uninstall; a stopped one stops again harmlessly.
+	t.Cleanup(func() {
+		for _, p := range replicas {
+			if p != e.mgr {
+				_ = p.Stop()
+			}
+		}
+	})
 	e.mgr = replicas[0]
 	e.applySample("default-serverless-cr.yaml")
 	e.waitState("default", v1alpha1.StateReady)
 
 	leaders := 0
 	for _, p := range replicas {
-		if p.LogHas("successfully acquired lease") {
+		if p.LogHas("Successfully acquired lease") {
 			leaders++
 		}
 	}
@@ -325,7 +333,7 @@ func TestLeaderElectionLetsOneReplicaWrite(t *testing.T) {
 
 	// The leader goes away; the other one takes over and keeps the module in shape.
 	var leader, follower *framework.Process
-	if replicas[0].LogHas("successfully acquired lease") {
+	if replicas[0].LogHas("Successfully acquired lease") {
 		leader, follower = replicas[0], replicas[1]
 	} else {
 		leader, follower = replicas[1], replicas[0]
@@ -333,7 +341,7 @@ func TestLeaderElectionLetsOneReplicaWrite(t *testing.T) {
 	require.NoError(t, leader.Stop())
 	e.mgr = follower
 	framework.WaitFor(t, time.Minute, "the other replica to lead", func(context.Context) (bool, string, error) {
-		return follower.LogHas("successfully acquired lease"), "", nil
+		return follower.LogHas("Successfully acquired lease"), "", nil
 	}, framework.DumpLog(follower, 20))
 	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "error" })
 	e.waitFor("default", "the new leader to act", time.Minute, func(cr *v1alpha1.Serverless) bool {

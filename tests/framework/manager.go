@@ -131,10 +131,18 @@ func (c *Cluster) StartManager(ctx context.Context, name string, env []string, e
 	})
 }
 
-// LogHas tells whether the process log contains s.
+// LogHas tells whether the log of the current run contains s (the log file
+// also holds earlier runs, of this test binary and of earlier ones).
 func (p *Process) LogHas(s string) bool {
 	data, err := os.ReadFile(p.LogPath())
-	return err == nil && strings.Contains(string(data), s)
+	if err != nil {
+		return false
+	}
+	log := string(data)
+	if i := strings.LastIndex(log, "=== "+p.spec.Name+" start #"); i >= 0 {
+		log = log[i:]
+	}
+	return strings.Contains(log, s)
 }
 
 // RestartAPIServer kills kube-apiserver (SIGKILL) and starts it again on the
