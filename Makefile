@@ -7,7 +7,7 @@ ASSETS := $(CURDIR)/bin/assets
 export KUBEBUILDER_ASSETS := $(ASSETS)
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: all tools build test test-unit test-e2e run bench cluster-up cluster-down manifests render fmt vet
+.PHONY: all tools build test test-unit test-e2e run bench cluster-up cluster-down manifests render docker-build fuzz fmt vet
 
 all: build
 
@@ -43,6 +43,16 @@ cluster-up: ## local control plane with fake nodes under .cluster/ (no-op when h
 
 cluster-down: ## stop the local control plane and remove .cluster/
 	hack/cluster.sh down
+
+render: ## one install YAML on stdout (IMG=... sets the manager image)
+	@go run ./hack/render
+
+IMG ?= europe-docker.pkg.dev/kyma-project/prod/serverless-manager:$(shell cat VERSION)
+docker-build: ## the manager image (needs a container engine)
+	docker build --build-arg VERSION=$(shell cat VERSION) -t $(IMG) .
+
+fuzz: ## run the fuzzers for a while (their seeds run in make test)
+	go test ./operator/internal/values -run XXX -fuzz FuzzBuild -fuzztime 60s
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -105,7 +105,7 @@ func run(scale bool, idle time.Duration) error {
 		return err
 	}
 	defer func() { _ = b.mgr.Stop() }()
-	if err := b.waitReconciles(ctx, 0); err != nil { // caches synced, controller running
+	if err := b.waitStarted(); err != nil {
 		return err
 	}
 	if f.startup, err = b.count(mark); err != nil {
@@ -195,6 +195,16 @@ func (b *bench) startManager(ctx context.Context) error {
 	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	b.mgr, err = b.cluster.StartManager(ctx, "bench-manager", nil, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))
 	return err
+}
+
+// waitStarted waits until the controller runs with synced caches.
+func (b *bench) waitStarted() error {
+	return framework.Poll(context.Background(), time.Minute, "the manager to start its workers", func(context.Context) (bool, string, error) {
+		if exited, err := b.mgr.Exited(); exited {
+			return false, "", framework.StopWaiting(fmt.Errorf("manager exited: %v\n%s", err, b.mgr.Tail(30)))
+		}
+		return b.mgr.LogHas("Starting workers"), "", nil
+	})
 }
 
 // waitReconciles waits until the controller finished more than n reconciles

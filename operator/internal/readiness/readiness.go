@@ -22,9 +22,12 @@ type Getter interface {
 
 // Report sums up the readiness of a set of objects.
 type Report struct {
-	// NotReady describes each object still rolling out, e.g.
-	// "Deployment kyma-system/serverless-ctrl-mngr: Available: 0/1".
+	// NotReady names each object still rolling out, e.g.
+	// "Deployment kyma-system/serverless-ctrl-mngr". The names stay the same
+	// through a rollout's stages, so the status is not rewritten at each one.
 	NotReady []string
+	// Details say why each object is not ready yet (kstatus' message), for logs.
+	Details []string
 	// Failed describes each object whose rollout failed.
 	Failed []string
 }
@@ -61,7 +64,8 @@ func Check(ctx context.Context, get Getter, objs []*unstructured.Unstructured, h
 		}
 		what := gvk.Kind + " " + strings.TrimPrefix(key.String(), "/")
 		if live == nil {
-			rep.NotReady = append(rep.NotReady, what+": not found yet")
+			rep.NotReady = append(rep.NotReady, what)
+			rep.Details = append(rep.Details, what+": not found yet")
 			continue
 		}
 		if o.GetGeneration() > live.GetGeneration() {
@@ -77,7 +81,8 @@ func Check(ctx context.Context, get Getter, objs []*unstructured.Unstructured, h
 		case status.FailedStatus:
 			rep.Failed = append(rep.Failed, what+": "+res.Message)
 		default:
-			rep.NotReady = append(rep.NotReady, what+": "+res.Message)
+			rep.NotReady = append(rep.NotReady, what)
+			rep.Details = append(rep.Details, what+": "+res.Message)
 		}
 	}
 	return rep, nil

@@ -50,9 +50,9 @@ func TestCheck(t *testing.T) {
 		wantSummary string
 	}{
 		{"rolled out", fakeGetter{"d": deployment("d", 2, 2, 1, available, progressed)}, nil, true, "all objects are ready"},
-		{"missing", fakeGetter{}, nil, false, "waiting for Deployment ns/d: not found yet"},
+		{"missing", fakeGetter{}, nil, false, "waiting for Deployment ns/d"},
 		{"old generation observed", fakeGetter{"d": deployment("d", 3, 2, 1, available, progressed)}, nil, false, "waiting for Deployment ns/d"},
-		{"no replica available", fakeGetter{"d": deployment("d", 1, 1, 0, progressed)}, nil, false, "waiting for Deployment ns/d: Updated: 0/1"},
+		{"no replica available", fakeGetter{"d": deployment("d", 1, 1, 0, progressed)}, nil, false, "waiting for Deployment ns/d"},
 		{"deadline exceeded", fakeGetter{"d": deployment("d", 1, 1, 0, deadlineHit)}, nil, false, "rollout failed: Deployment ns/d: Progress deadline exceeded"},
 		{"cache behind the apply", fakeGetter{"d": deployment("d", 2, 2, 1, available, progressed)}, deployment("d", 3, 2, 1, available, progressed), false, "waiting for Deployment ns/d"},
 	}
@@ -70,6 +70,10 @@ func TestCheck(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantReady, rep.Ready())
 			assert.Contains(t, rep.Summary(), tt.wantSummary)
+			if !tt.wantReady && len(rep.Failed) == 0 {
+				assert.NotContains(t, rep.Summary(), ":", "no rollout stage details in the condition")
+				assert.Len(t, rep.Details, 1)
+			}
 		})
 	}
 }

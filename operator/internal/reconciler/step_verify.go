@@ -28,6 +28,7 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) (stepFn, string) 
 	case len(rep.Failed) > 0:
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRolloutFailed, errors.New(rep.Summary()), false)
 	case !rep.Ready():
+		s.log.V(1).Info("not ready yet", "objects", rep.Details)
 		r.processing(s, rep.Summary())
 		since := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled).LastTransitionTime.Time
 		if left := r.opts.RolloutTimeout - time.Since(since); left > 0 {

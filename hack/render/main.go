@@ -1,0 +1,24 @@
+// Command render builds config/default with the kustomize API and prints one
+// install YAML: `make render | kubectl apply --server-side -f -`.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kyma-project/serverless-manager/hack/render/manifests"
+)
+
+func main() {
+	dir := flag.String("dir", filepath.Join("config", "default"), "kustomization to build")
+	image := flag.String("image", os.Getenv("IMG"), "manager image reference (default: the one in config/manager)")
+	flag.Parse()
+	out, err := manifests.Build(*dir, *image)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "render:", err)
+		os.Exit(1)
+	}
+	_, _ = os.Stdout.Write(out)
+}
