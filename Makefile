@@ -7,7 +7,7 @@ ASSETS := $(CURDIR)/bin/assets
 export KUBEBUILDER_ASSETS := $(ASSETS)
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: all tools build test test-unit test-e2e run bench cluster-up cluster-down manifests render docker-build fuzz fmt vet
+.PHONY: all tools build test test-unit test-e2e run bench cluster-up cluster-down manifests render docker-build module-template fuzz fmt vet
 
 all: build
 
@@ -50,6 +50,9 @@ render: ## one install YAML on stdout (IMG=... sets the manager image)
 IMG ?= europe-docker.pkg.dev/kyma-project/prod/serverless-manager:$(shell cat VERSION)
 docker-build: ## the manager image (needs a container engine)
 	docker build --build-arg VERSION=$(shell cat VERSION) -t $(IMG) .
+
+module-template: ## module-template/ from VERSION and the default CR
+	go run ./hack/moduletemplate
 
 fuzz: ## run the fuzzers for a while (their seeds run in make test)
 	go test ./operator/internal/values -run XXX -fuzz FuzzBuild -fuzztime 60s
