@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, cr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &state{cr: cr, before: cr.Status.DeepCopy(), log: log.FromContext(ctx)}
+	s := &state{cr: cr, original: cr.DeepCopy(), before: cr.Status.DeepCopy(), log: log.FromContext(ctx)}
 	for step, name := stepFn(r.stepServed), "served"; step != nil; {
 		start := time.Now()
 		next, nextName := step(ctx, s)
@@ -168,7 +168,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *state) error {
 	if equality.Semantic.DeepEqual(*s.before, s.cr.Status) {
 		return nil
 	}
-	if err := r.client.Status().Update(ctx, s.cr); err != nil {
+	// A merge patch of what changed: the manager is the only writer of the
+	// status, so it needs no optimistic lock and never fails on a conflict
+	// with someone editing the spec.
+	if err := r.client.Status().Patch(ctx, s.cr, client.MergeFrom(s.original)); err != nil {
 		return err
 	}
 	r.emitEvents(s)
@@ -209,9 +212,11 @@ func orNone(s string) string {
 
 // state is one reconcile's working set.
 type state struct {
-	cr     *v1alpha1.Serverless
-	before *v1alpha1.ServerlessStatus
-	log    logr.Logger
+	cr *v1alpha1.Serverless
+	// original is the CR as read, the base of the status patch.
+	original *v1alpha1.Serverless
+	before   *v1alpha1.ServerlessStatus
+	log      logr.Logger
 
 	values   map[string]any
 	warnings []string
