@@ -65,7 +65,7 @@ func variants() []variant {
 	}
 }
 
-func renderer(t *testing.T) *render.Renderer {
+func renderer(t testing.TB) *render.Renderer {
 	t.Helper()
 	chrt, err := render.LoadChart(charts.Serverless())
 	require.NoError(t, err)

@@ -1,0 +1,62 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/tests/framework"
+)
+
+// The module installed by an older manager (chart 0.9.0: an extra ConfigMap,
+// no Busola extension, a Function CRD without secretMounts) is upgraded in
+// place by the current one: CRD updated, object added, object pruned, the
+// controller Deployment never deleted.
+func TestUpgradeFromThePreviousChart(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	require.NoError(t, e.mgr.Stop())
+	old, err := e.cluster.StartManager(ctx, "manager-"+t.Name()+"-previous",
+		[]string{"CHART_PATH=" + filepath.Join(e.cluster.Root(), "tests", "e2e", "testdata", "chart-previous")})
+	require.NoError(t, err)
+	e.mgr = old
+	e.applySample("default-serverless-cr.yaml")
+	cr := e.waitState("default", v1alpha1.StateReady)
+	require.Equal(t, "0.9.0", cr.Status.ChartVersion)
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "serverless-legacy-settings"}, &corev1.ConfigMap{}))
+	d := &appsv1.Deployment{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d))
+	uid := d.UID
+	require.NoError(t, old.Stop())
+
+	current, err := e.cluster.StartManager(ctx, "manager-"+t.Name(), nil)
+	require.NoError(t, err)
+	e.mgr = current
+	cr = e.waitFor("default", "the upgrade to be Ready", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.ChartVersion == "1.0.0" && cr.Status.State == v1alpha1.StateReady
+	})
+	framework.WaitFor(t, 30*time.Second, "the legacy ConfigMap to be pruned", func(ctx context.Context) (bool, string, error) {
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "serverless-legacy-settings"}, &corev1.ConfigMap{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "functions"}, &corev1.ConfigMap{}), "the Busola extension is added")
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Name: "functions.serverless.kyma-project.io"}, crd))
+	assert.Contains(t, crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties, "secretMounts", "the CRD gained its field")
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d))
+	assert.Equal(t, uid, d.UID, "the controller is updated in place, not recreated")
+	e.requireConsistent(ctx, cr)
+}
