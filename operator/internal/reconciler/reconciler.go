@@ -96,6 +96,11 @@ type Reconciler struct {
 	renderMu   sync.Mutex
 	lastRender renderMemo
 
+	// refusedPorts are NodePorts the API server called allocated although no
+	// Service showed them (an allocation it has not released yet).
+	portsMu      sync.Mutex
+	refusedPorts map[int32]time.Time
+
 	// watchFunctions starts watching Function deletions (once); set up by
 	// SetupWithManager, a no-op without it.
 	watchFunctions func()
@@ -121,7 +126,7 @@ func New(c client.Client, api client.Reader, live Live, renderer Renderer, appli
 		opts.RolloutTimeout = 5 * time.Minute
 	}
 	return &Reconciler{client: c, api: api, live: live, renderer: renderer, applier: applier, events: events, metrics: metrics, opts: opts,
-		watchFunctions: func() {}}
+		watchFunctions: func() {}, refusedPorts: map[int32]time.Time{}}
 }
 
 // +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses,verbs=get;list;watch;update;patch
@@ -218,7 +223,9 @@ type state struct {
 	before   *v1alpha1.ServerlessStatus
 	log      logr.Logger
 
-	values   map[string]any
+	values map[string]any
+	// nodePort is the registry NodePort chosen for this render (0: none).
+	nodePort int32
 	warnings []string
 	// changes describe configuration values that changed, one event each.
 	changes []string

@@ -35,6 +35,10 @@ func (r *Reconciler) stepApply(ctx context.Context, s *state) (stepFn, string) {
 		s.log.Info("pruned", "objects", res.Pruned)
 	}
 	if err != nil {
+		if s.nodePort != 0 && isNodePortTaken(err) {
+			// The next attempt picks another port.
+			r.refuse(s.nodePort)
+		}
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, fmt.Errorf("installing the Serverless chart: %w", err), true)
 	}
 	if res.Waiting != "" {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +35,9 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) (stepFn, strin
 	}
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonConfigurationInvalid, err, false)
+	}
+	if built.Values.DockerRegistry.EnableInternal {
+		s.nodePort = built.Values.Global.RegistryNodePort
 	}
 	s.values, err = built.Values.Map()
 	if err != nil {
@@ -129,7 +134,7 @@ func (r *Reconciler) freeNodePort(ctx context.Context) (int32, error) {
 	if err := r.api.List(ctx, list); err != nil {
 		return 0, fmt.Errorf("listing Services to find a free NodePort: %w", err)
 	}
-	used := map[int32]bool{}
+	used := r.refused()
 	for _, svc := range list.Items {
 		for _, p := range svc.Spec.Ports {
 			if p.NodePort != 0 {
@@ -151,4 +156,44 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName, into cli
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// refusedPortMemory is how long a NodePort the API server refused is avoided.
+const refusedPortMemory = 10 * time.Minute
+
+// refuse remembers that the API server refused port.
+func (r *Reconciler) refuse(port int32) {
+	r.portsMu.Lock()
+	defer r.portsMu.Unlock()
+	r.refusedPorts[port] = time.Now()
+}
+
+// refused returns the ports refused recently, as a set.
+func (r *Reconciler) refused() map[int32]bool {
+	r.portsMu.Lock()
+	defer r.portsMu.Unlock()
+	out := map[int32]bool{}
+	for p, at := range r.refusedPorts {
+		if time.Since(at) < refusedPortMemory {
+			out[p] = true
+		} else {
+			delete(r.refusedPorts, p)
+		}
+	}
+	return out
+}
+
+// isNodePortTaken tells whether err is the API server refusing a NodePort
+// that is allocated already.
+func isNodePortTaken(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if strings.HasSuffix(c.Field, ".nodePort") && strings.Contains(c.Message, "already allocated") {
+			return true
+		}
+	}
+	return false
 }
