@@ -264,6 +264,7 @@ func (s *state) stateMessage() string {
 // in which case controller-runtime retries with backoff.
 func (r *Reconciler) fail(s *state, condType, reason string, err error, retry bool) (stepFn, string) {
 	s.cr.Status.State = v1alpha1.StateError
+	s.cr.Status.ObservedGeneration = s.cr.Generation
 	s.setCondition(condType, metav1.ConditionFalse, reason, err.Error())
 	r.events.Eventf(s.cr, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", err.Error())
 	if retry {
