@@ -10,7 +10,7 @@
 #   hack/cluster.sh status              components, API health, nodes; exit 1 when unhealthy
 #   hack/cluster.sh kubeconfig-sa NS SA write a kubeconfig for ServiceAccount NS/SA, print its path
 #   hack/cluster.sh release PID         the test process PID is done with the cluster (see below)
-#   hack/cluster.sh restart kube-apiserver  kill -9 the API server and start it again (fault tests)
+#   hack/cluster.sh restart kube-apiserver  kill -9 the API server and start it (and the controller manager) again
 #
 # Test binaries call `up --user PID` and `release PID`: a cluster that tests
 # started is torn down by the last test process that releases it (unless
@@ -291,6 +291,18 @@ EOF
   done
 }
 
+# start_kcm starts kube-controller-manager (also used by `restart`).
+start_kcm() {
+  start kube-controller-manager --kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
+    --controllers='*,-nodeipam' --use-service-account-credentials=true \
+    --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --kube-api-qps=100 --kube-api-burst=200
+}
+
 # start_apiserver starts kube-apiserver (also used by `restart kube-apiserver`).
 start_apiserver() {
   log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
@@ -339,14 +351,7 @@ start_cluster() {
   wait_for 120 "kube-apiserver /readyz ok" apiserver_ready
 
   log "starting kube-controller-manager, kube-scheduler and kwok"
-  start kube-controller-manager --kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
-    --authentication-kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
-    --authorization-kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
-    --controllers='*,-nodeipam' --use-service-account-credentials=true \
-    --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
-    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-    --kube-api-qps=100 --kube-api-burst=200
+  start_kcm
   start kube-scheduler --kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
     --authentication-kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
@@ -432,6 +437,15 @@ cmd_restart() {
   fi
   start_apiserver
   wait_for 120 "kube-apiserver /readyz ok" apiserver_ready
+  # kube-controller-manager's garbage collector does not recover from a hard
+  # API server restart here (ReplicaSets of deleted Deployments stayed
+  # orphaned for minutes), so it restarts with the API server.
+  pid=$(pidof_component kube-controller-manager)
+  if is_ours "$pid"; then
+    kill -TERM "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  fi
+  start_kcm
 }
 
 cmd_down() {
