@@ -34,8 +34,9 @@ func TestUpgradeFromThePreviousChart(t *testing.T) {
 	require.NoError(t, err)
 	e.mgr = old
 	e.applySample("default-serverless-cr.yaml")
-	cr := e.waitState("default", v1alpha1.StateReady)
-	require.Equal(t, "0.9.0", cr.Status.ChartVersion)
+	cr := e.waitFor("default", "the previous chart to be Ready", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.ChartVersion == "0.9.0" && cr.Status.State == v1alpha1.StateReady
+	})
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "serverless-legacy-settings"}, &corev1.ConfigMap{}))
 	d := &appsv1.Deployment{}
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d))
