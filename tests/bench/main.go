@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -152,11 +153,13 @@ func run(scale bool, idle time.Duration) error {
 
 	step("changing one preset")
 	mark, _ = cluster.MarkAudit()
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
-		return err
-	}
-	cr.Spec.DefaultRuntimePodPreset = "M"
-	if err := c.Update(ctx, cr); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return err
+		}
+		cr.Spec.DefaultRuntimePodPreset = "M"
+		return c.Update(ctx, cr)
+	}); err != nil {
 		return err
 	}
 	if err := b.waitReady(ctx, cr.Generation, time.Minute); err != nil {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -157,13 +158,8 @@ func TestManagedObjectsAreRestored(t *testing.T) {
 		{
 			name: "Deployment scaled to zero",
 			inject: func() error {
-				d := &appsv1.Deployment{}
-				if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d); err != nil {
-					return err
-				}
-				zero := int32(0)
-				d.Spec.Replicas = &zero
-				return e.c.Update(ctx, d)
+				d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: controllerName}}
+				return e.edit(d, func() { d.Spec.Replicas = ptr.To[int32](0) })
 			},
 			check: func(ctx context.Context) (bool, string, error) {
 				d := &appsv1.Deployment{}
@@ -174,12 +170,8 @@ func TestManagedObjectsAreRestored(t *testing.T) {
 		{
 			name: "log ConfigMap edited",
 			inject: func() error {
-				cm := &corev1.ConfigMap{}
-				if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: logConfigMap}, cm); err != nil {
-					return err
-				}
-				cm.Data["log-config.yaml"] = "logLevel: fatal\nlogFormat: text\n"
-				return e.c.Update(ctx, cm)
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: logConfigMap}}
+				return e.edit(cm, func() { cm.Data["log-config.yaml"] = "logLevel: fatal\nlogFormat: text\n" })
 			},
 			check: func(ctx context.Context) (bool, string, error) {
 				cm := &corev1.ConfigMap{}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -119,14 +120,20 @@ func describe(cr *v1alpha1.Serverless) string {
 // update changes the CR with retries on conflicts (the manager writes its status).
 func (e *env) update(name string, change func(cr *v1alpha1.Serverless)) {
 	e.t.Helper()
-	framework.WaitFor(e.t, 10*time.Second, "updating Serverless "+name, func(ctx context.Context) (bool, string, error) {
-		cr := &v1alpha1.Serverless{}
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cr); err != nil {
-			return false, "", err
+	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	require.NoError(e.t, e.edit(cr, func() { change(cr) }), "updating Serverless %s", name)
+}
+
+// edit reads obj by its key, applies change and updates it, starting over
+// on conflicts: the manager and kube-controller-manager write the objects
+// the tests edit (status, replicas), so a read is stale within moments.
+func (e *env) edit(obj client.Object, change func()) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.c.Get(e.t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
 		}
-		change(cr)
-		err := e.c.Update(ctx, cr)
-		return err == nil, "", err
+		change()
+		return e.c.Update(e.t.Context(), obj)
 	})
 }
 
