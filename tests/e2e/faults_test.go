@@ -294,23 +294,11 @@ func TestUninstallWaitsForFunctions(t *testing.T) {
 func TestLeaderElectionLetsOneReplicaWrite(t *testing.T) {
 	e := startManager(t) // replica 1, started without leader election: stop it
 	require.NoError(t, e.mgr.Stop())
-	ctx := t.Context()
 
 	var replicas []*framework.Process
 	for i := range 2 {
-		p, err := e.cluster.StartManager(ctx, fmt.Sprintf("manager-%s-%d", t.Name(), i), nil, "--leader-elect=true")
-		require.NoError(t, err)
-		replicas = append(replicas, p)
+		replicas = append(replicas, e.runManager(fmt.Sprintf("manager-%s-%d", t.Name(), i), nil, "--leader-elect=true"))
 	}
-	// The replica left running last is e.mgr, which startManager's cleanup
-	// stops after the uninstall; a stopped one stops again harmlessly.
-	t.Cleanup(func() {
-		for _, p := range replicas {
-			if p != e.mgr {
-				_ = p.Stop()
-			}
-		}
-	})
 	e.mgr = replicas[0]
 	e.applySample("default-serverless-cr.yaml")
 	e.waitState("default", v1alpha1.StateReady)

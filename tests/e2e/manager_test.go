@@ -41,12 +41,17 @@ const (
 	registrySecret = "serverless-registry-config-default"
 )
 
-// env is one test's cluster, client and running manager.
+// env is one test's cluster, client and managers.
 type env struct {
 	t       *testing.T
 	cluster *framework.Cluster
 	c       client.Client
-	mgr     *framework.Process
+	// mgr is the manager the test works with now; its log goes into the
+	// failure dumps and it runs the final uninstall.
+	mgr *framework.Process
+	// procs are all managers the test started: its cleanup stops every one,
+	// so none outlives the test and fights the next test's manager.
+	procs []*framework.Process
 }
 
 // startManager installs CRD and RBAC from config/ and runs bin/manager as
@@ -62,16 +67,27 @@ func startManager(t *testing.T) *env {
 	c, err := cluster.NewClient(s)
 	require.NoError(t, err)
 	require.NoError(t, cluster.InstallManagerPrerequisites(t.Context()))
-	mgr, err := cluster.StartManager(t.Context(), "manager-"+t.Name(), nil)
-	require.NoError(t, err)
-	e := &env{t: t, cluster: cluster, c: c, mgr: mgr}
+	e := &env{t: t, cluster: cluster, c: c}
 	t.Cleanup(func() {
 		e.uninstallAll()
-		if err := mgr.Stop(); err != nil {
-			t.Errorf("stopping the manager: %v", err)
+		for _, p := range e.procs {
+			if err := p.Stop(); err != nil {
+				t.Errorf("stopping the manager: %v", err)
+			}
 		}
 	})
+	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	return e
+}
+
+// runManager starts one more bin/manager (see framework.Cluster.StartManager)
+// that the test's cleanup stops, whatever the test did with it meanwhile.
+func (e *env) runManager(name string, envVars []string, args ...string) *framework.Process {
+	e.t.Helper()
+	p, err := e.cluster.StartManager(e.t.Context(), name, envVars, args...)
+	require.NoError(e.t, err)
+	e.procs = append(e.procs, p)
+	return p
 }
 
 func (e *env) dumps(name string) []func() string {

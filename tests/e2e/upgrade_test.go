@@ -29,9 +29,8 @@ func TestUpgradeFromThePreviousChart(t *testing.T) {
 	e := startManager(t)
 	ctx := t.Context()
 	require.NoError(t, e.mgr.Stop())
-	old, err := e.cluster.StartManager(ctx, "manager-"+t.Name()+"-previous",
+	old := e.runManager("manager-"+t.Name()+"-previous",
 		[]string{"CHART_PATH=" + filepath.Join(e.cluster.Root(), "tests", "e2e", "testdata", "chart-previous")})
-	require.NoError(t, err)
 	e.mgr = old
 	e.applySample("default-serverless-cr.yaml")
 	cr := e.waitFor("default", "the previous chart to be Ready", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
@@ -43,9 +42,7 @@ func TestUpgradeFromThePreviousChart(t *testing.T) {
 	uid := d.UID
 	require.NoError(t, old.Stop())
 
-	current, err := e.cluster.StartManager(ctx, "manager-"+t.Name(), nil)
-	require.NoError(t, err)
-	e.mgr = current
+	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	cr = e.waitFor("default", "the upgrade to be Ready", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.ChartVersion == "1.0.0" && cr.Status.State == v1alpha1.StateReady
 	})
