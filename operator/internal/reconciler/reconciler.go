@@ -28,6 +28,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/apply"
 	"github.com/kyma-project/serverless-manager/operator/internal/inventory"
+	"github.com/kyma-project/serverless-manager/operator/internal/module"
 )
 
 // Renderer renders the chart for a namespace and values.
@@ -142,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, cr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &state{cr: cr, original: cr.DeepCopy(), before: cr.Status.DeepCopy(), log: log.FromContext(ctx)}
+	s := &state{cr: cr, before: cr.Status.DeepCopy(), log: log.FromContext(ctx)}
 	for step, name := stepFn(r.stepServed), "served"; step != nil; {
 		start := time.Now()
 		next, nextName := step(ctx, s)
@@ -173,10 +174,21 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *state) error {
 	if equality.Semantic.DeepEqual(*s.before, s.cr.Status) {
 		return nil
 	}
-	// A merge patch of what changed: the manager is the only writer of the
-	// status, so it needs no optimistic lock and never fails on a conflict
-	// with someone editing the spec.
-	if err := r.client.Status().Patch(ctx, s.cr, client.MergeFrom(s.original)); err != nil {
+	// Server-side apply of the whole status, owned by the manager, its only
+	// writer: the stored status becomes exactly the computed one, also when
+	// the CR was read from a cache that lags behind the manager's last write
+	// (a patch of the differences against such a stale copy would leave out
+	// the fields the stale copy happened to hold already, e.g. the state).
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s.cr.Status)
+	if err != nil {
+		return fmt.Errorf("converting the status: %w", err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	obj.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Serverless"))
+	obj.SetNamespace(s.cr.Namespace)
+	obj.SetName(s.cr.Name)
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(module.ManagerName), client.ForceOwnership); err != nil {
 		return err
 	}
 	r.emitEvents(s)
@@ -217,11 +229,9 @@ func orNone(s string) string {
 
 // state is one reconcile's working set.
 type state struct {
-	cr *v1alpha1.Serverless
-	// original is the CR as read, the base of the status patch.
-	original *v1alpha1.Serverless
-	before   *v1alpha1.ServerlessStatus
-	log      logr.Logger
+	cr     *v1alpha1.Serverless
+	before *v1alpha1.ServerlessStatus
+	log    logr.Logger
 
 	values map[string]any
 	// nodePort is the registry NodePort chosen for this render (0: none).
@@ -259,14 +269,18 @@ func (s *state) stateMessage() string {
 	return ""
 }
 
-// fail ends the reconcile in state Error with a condition and a Warning
-// event. retry says whether the error may pass by itself (API trouble),
-// in which case controller-runtime retries with backoff.
+// fail ends the reconcile in state Error with a condition and, when the
+// condition is new, a Warning event (retries of the same error add none).
+// retry says whether the error may pass by itself (API trouble), in which
+// case controller-runtime retries with backoff.
 func (r *Reconciler) fail(s *state, condType, reason string, err error, retry bool) (stepFn, string) {
 	s.cr.Status.State = v1alpha1.StateError
 	s.cr.Status.ObservedGeneration = s.cr.Generation
 	s.setCondition(condType, metav1.ConditionFalse, reason, err.Error())
-	r.events.Eventf(s.cr, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", err.Error())
+	if prev := meta.FindStatusCondition(s.before.Conditions, condType); prev == nil || prev.Status != metav1.ConditionFalse ||
+		prev.Reason != reason || prev.Message != err.Error() {
+		r.events.Eventf(s.cr, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", err.Error())
+	}
 	if retry {
 		s.err = err
 	}

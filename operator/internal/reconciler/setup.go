@@ -26,7 +26,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toServerless := handler.EnqueueRequestsFromMapFunc(r.allServerless)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("serverless").
-		For(&v1alpha1.Serverless{}, builder.WithPredicates(specOrLifecycleChanged())).
+		// Every change of the CR, its status included: a reconcile that read
+		// a copy lagging behind the manager's last status write and therefore
+		// saw nothing to write is run again once the cache has caught up. It
+		// costs no request: the next reconcile finds nothing to change.
+		For(&v1alpha1.Serverless{}).
 		// Another CR may take over when the served one is gone.
 		Watches(&v1alpha1.Serverless{}, toServerless, builder.WithPredicates(onlyDeletes()))
 
@@ -79,18 +83,6 @@ func (r *Reconciler) allServerless(ctx context.Context, _ client.Object) []recon
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cr)})
 	}
 	return reqs
-}
-
-// specOrLifecycleChanged ignores the CR's own status updates.
-func specOrLifecycleChanged() predicate.Predicate {
-	return predicate.Or(
-		predicate.GenerationChangedPredicate{},
-		predicate.AnnotationChangedPredicate{},
-		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-			return (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil) ||
-				len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
-		}},
-	)
 }
 
 func onlyDeletes() predicate.Predicate {
