@@ -14,7 +14,7 @@ log() { printf '[run %s +%3ds] %s\n' "$(date +%H:%M:%S)" $((SECONDS - START)) "$
 log "building the control plane and tools (cold: several minutes; a no-op when built)"
 hack/tools.sh
 log "building bin/manager"
-go build -o bin/manager ./operator
+"${MAKE:-make}" --no-print-directory build
 log "starting the local cluster"
 hack/cluster.sh up
 export KUBECONFIG=$ROOT/.cluster/kubeconfig

@@ -50,7 +50,7 @@ func main() {
 type figures struct {
 	startup, install, idle, restart, preset framework.AuditCount
 	toReady, toDelete                       time.Duration
-	rssKiB, hwmKiB                          int
+	mem                                     memoryFigures
 }
 
 type bench struct {
@@ -129,7 +129,9 @@ func run(scale bool, idle time.Duration) error {
 	if f.install, err = b.count(mark); err != nil {
 		return err
 	}
-	f.rssKiB, f.hwmKiB = memory(b.mgr.PID())
+	if f.mem, err = memory(b.mgr.PID(), b.metrics); err != nil {
+		return err
+	}
 
 	step(fmt.Sprintf("idle for %s", idle))
 	mark, _ = cluster.MarkAudit()
@@ -377,29 +379,48 @@ func (f figures) print(scale bool, idle time.Duration) {
 		deleteNote = "(from the last Function's deletion)"
 	}
 	row("delete → CR gone", fmt.Sprintf("%.2fs %s", f.toDelete.Seconds(), deleteNote), "")
-	row("manager RSS after install (peak)", fmt.Sprintf("%.1f MiB (%.1f MiB)", float64(f.rssKiB)/1024, float64(f.hwmKiB)/1024), "≤ 45 MiB")
+	row("manager RSS after install (peak)", fmt.Sprintf("%.1f MiB (%.1f MiB)", mib(f.mem.rss), mib(f.mem.hwm)), "≤ 45 MiB")
+	row("  of which anonymous / file-backed", fmt.Sprintf("%.1f MiB / %.1f MiB", mib(f.mem.anon), mib(f.mem.file)), "")
+	row("  Go heap in use / runtime total", fmt.Sprintf("%.1f MiB / %.1f MiB", mib(f.mem.heapInUse), mib(f.mem.goSys)), "")
 }
 
-// memory reads VmRSS and VmHWM (peak) of pid in KiB.
-func memory(pid int) (rss, hwm int) {
+func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
+
+// memoryFigures of the manager process, in bytes.
+type memoryFigures struct {
+	// rss is resident memory, hwm its peak; anon and file split rss into
+	// the heap, stacks and runtime data and the pages of the binary.
+	rss, hwm, anon, file int64
+	// heapInUse and goSys come from the Go runtime (its metrics endpoint).
+	heapInUse, goSys int64
+}
+
+// memory reads the process's resident memory from /proc and the Go
+// runtime's own figures from its metrics endpoint.
+func memory(pid int, metricsURL string) (memoryFigures, error) {
+	var m memoryFigures
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0
+		return m, err
 	}
+	kib := map[string]*int64{"VmRSS:": &m.rss, "VmHWM:": &m.hwm, "RssAnon:": &m.anon, "RssFile:": &m.file}
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
-		if len(fields) < 2 {
+		if len(fields) < 2 || kib[fields[0]] == nil {
 			continue
 		}
-		v, _ := strconv.Atoi(fields[1])
-		switch fields[0] {
-		case "VmRSS:":
-			rss = v
-		case "VmHWM:":
-			hwm = v
+		v, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("%s in /proc/%d/status: %w", fields[0], pid, err)
 		}
+		*kib[fields[0]] = v << 10
 	}
-	return rss, hwm
+	samples, err := scrape(context.Background(), metricsURL, "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes")
+	if err != nil {
+		return m, err
+	}
+	m.heapInUse, m.goSys = int64(samples["go_memstats_heap_inuse_bytes"]), int64(samples["go_memstats_sys_bytes"])
+	return m, nil
 }
 
 func freePort() (int, error) {
@@ -413,34 +434,63 @@ func freePort() (int, error) {
 
 // reconcileTotal sums controller_runtime_reconcile_total of the serverless controller.
 func reconcileTotal(ctx context.Context, url string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := fetchMetrics(ctx, url)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	found := false
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, "controller_runtime_reconcile_total{") && strings.Contains(line, `controller="serverless"`) {
-			found = true
-			fields := strings.Fields(line)
-			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-			if err != nil {
-				return 0, err
-			}
-			total += int(v)
-		}
-	}
+	total, found := sumSamples(body, "controller_runtime_reconcile_total", `controller="serverless"`)
 	if !found {
 		return 0, errors.New("no reconcile metrics yet")
 	}
-	return total, nil
+	return int(total), nil
+}
+
+// scrape reads unlabelled samples by name from the metrics endpoint.
+func scrape(ctx context.Context, url string, names ...string) (map[string]float64, error) {
+	body, err := fetchMetrics(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, name := range names {
+		v, found := sumSamples(body, name, "")
+		if !found {
+			return nil, fmt.Errorf("no %s in the metrics", name)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func fetchMetrics(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+// sumSamples adds the samples of metric name (text exposition format) whose
+// labels contain labelsHave, and tells whether there was any.
+func sumSamples(body, name, labelsHave string) (float64, bool) {
+	total, found := 0.0, false
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest == "" || (rest[0] != '{' && rest[0] != ' ')) || !strings.Contains(rest, labelsHave) {
+			continue
+		}
+		fields := strings.Fields(rest)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		total, found = total+v, true
+	}
+	return total, found
 }
