@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/tests/framework"
@@ -40,6 +42,7 @@ func main() {
 	scale := flag.Bool("scale", false, "fill the cluster with 200 namespaces × 5 Functions, 1,000 Secrets and 1,000 ConfigMaps first")
 	idle := flag.Duration("idle", 30*time.Second, "how long to count requests while nothing changes")
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard()) // the bench's clients have nothing to log
 	if err := run(*scale, *idle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

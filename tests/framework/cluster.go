@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 const modulePath = "github.com/kyma-project/serverless-manager"
@@ -100,6 +102,9 @@ func ClusterFor(t testing.TB) *Cluster {
 // tests, saves the cluster logs under tests/.artifacts/ when a test failed,
 // releases the cluster and returns the exit code for os.Exit.
 func RunMain(m *testing.M) int {
+	// The tests' clients have nothing to log; without a logger
+	// controller-runtime prints a warning with a stack trace instead.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // cold tool builds are slow
 	c, err := EnsureCluster(ctx)
 	cancel()
