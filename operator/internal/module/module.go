@@ -16,6 +16,9 @@ const (
 	Finalizer = "operator.kyma-project.io/serverless-manager"
 	// DigestAnnotation carries the digest of the rendered object last applied.
 	DigestAnnotation = "operator.kyma-project.io/applied-digest"
+	// EstablishRequestedAnnotation on a CRD records when the manager last
+	// touched it so that kube-apiserver establishes it (see the reconciler).
+	EstablishRequestedAnnotation = "operator.kyma-project.io/establish-requested-at"
 	// PauseAnnotation on a Serverless CR with the value "paused" stops all changes.
 	PauseAnnotation = "operator.kyma-project.io/reconcile"
 	// PausedValue of PauseAnnotation.

@@ -32,7 +32,16 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) (stepFn, string) 
 		r.processing(s, rep.Summary())
 		since := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled).LastTransitionTime.Time
 		if left := r.opts.RolloutTimeout - time.Since(since); left > 0 {
-			// Watches bring progress; this only guards the deadline.
+			// Watches bring progress; the requeue guards the deadline, or
+			// comes back sooner for a CRD the API server may never establish
+			// by itself.
+			again, err := r.establishStuckCRDs(ctx, s.applied, time.Now())
+			if err != nil {
+				return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, err, true)
+			}
+			if again > 0 && again < left {
+				left = again
+			}
 			s.result = ctrl.Result{RequeueAfter: left}
 			return nil, ""
 		}
