@@ -39,8 +39,11 @@ func (r *Reconciler) establishStuckCRDs(ctx context.Context, applied []*unstruct
 			continue
 		}
 		live, err := r.live.Object(ctx, o.GroupVersionKind(), types.NamespacedName{Name: o.GetName()})
-		if err != nil || live == nil {
+		if err != nil {
 			return 0, err
+		}
+		if live == nil {
+			continue // not in the cache yet: its creation event comes
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, crd); err != nil {
