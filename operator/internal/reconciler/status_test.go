@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/module"
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 )
 
@@ -84,4 +85,43 @@ func TestWriteStatusStoresTheComputedStatusOverAStaleRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Adding the finalizer to a CR read from a lagging cache conflicts; that is
+// no error to show (no Error state, no event), only a reason to try again.
+func TestFinalizerOnAStaleReadRequeuesWithoutError(t *testing.T) {
+	env := testenv.Start(t, "config/crd/bases")
+	ctx := t.Context()
+	c := env.Client
+	events := &countEvents{}
+	r := New(c, c, nil, nil, nil, events, nil, Options{Namespace: "default"})
+
+	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}}
+	require.NoError(t, c.Create(ctx, cr))
+	stale := cr.DeepCopy()
+	cr.Spec.LogLevel = "debug" // someone edits the CR; the cache has not seen it yet
+	require.NoError(t, c.Update(ctx, cr))
+
+	s := &state{cr: stale, before: stale.Status.DeepCopy(), log: log.FromContext(ctx)}
+	next, _ := r.stepFinalizer(ctx, s)
+	assert.Nil(t, next, "the reconcile stops here")
+	assert.True(t, s.result.Requeue, "and is tried again")
+	assert.NoError(t, s.err)
+	assert.Empty(t, s.cr.Status.State, "no Error state")
+	assert.Zero(t, events.n, "no Warning event")
+
+	// With the fresh CR the finalizer is added.
+	fresh := &v1alpha1.Serverless{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cr), fresh))
+	s = &state{cr: fresh, before: fresh.Status.DeepCopy(), log: log.FromContext(ctx)}
+	next, _ = r.stepFinalizer(ctx, s)
+	assert.NotNil(t, next)
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cr), fresh))
+	assert.Contains(t, fresh.Finalizers, module.Finalizer)
+}
+
+type countEvents struct{ n int }
+
+func (e *countEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {
+	e.n++
 }

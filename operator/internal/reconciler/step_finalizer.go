@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -21,6 +23,13 @@ func (r *Reconciler) stepFinalizer(ctx context.Context, s *state) (stepFn, strin
 	patch := client.MergeFromWithOptions(s.cr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(s.cr, module.Finalizer)
 	if err := r.client.Patch(ctx, s.cr, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			// The CR was read from a cache that lags behind it: no error to
+			// report, the newer CR's event brings the next reconcile.
+			s.cr.Status = *status
+			s.result = ctrl.Result{Requeue: true}
+			return nil, ""
+		}
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, fmt.Errorf("adding the finalizer: %w", err), true)
 	}
 	// The patch response carries the stored status; keep the one being built.
