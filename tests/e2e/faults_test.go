@@ -72,15 +72,21 @@ func (e *env) labelledIDs(ctx context.Context) []string {
 	return ids
 }
 
-// requireConsistent checks that the cluster holds exactly the inventory.
+// requireConsistent checks that the cluster holds exactly the inventory of
+// cr, read afresh at every look: an object pruned just now leaves the
+// inventory one reconcile later, once its deletion is confirmed.
 func (e *env) requireConsistent(ctx context.Context, cr *v1alpha1.Serverless) {
 	e.t.Helper()
-	var inv []string
-	for _, entry := range cr.Status.Inventory {
-		inv = append(inv, entry.ID)
-	}
-	sort.Strings(inv)
 	framework.WaitFor(e.t, 20*time.Second, "the cluster to hold exactly the inventory", func(ctx context.Context) (bool, string, error) {
+		current := &v1alpha1.Serverless{}
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(cr), current); err != nil {
+			return false, "", err
+		}
+		var inv []string
+		for _, entry := range current.Status.Inventory {
+			inv = append(inv, entry.ID)
+		}
+		sort.Strings(inv)
 		got := e.labelledIDs(ctx)
 		return assert.ObjectsAreEqual(inv, got), fmt.Sprintf("inventory %d objects, labelled %d: %v", len(inv), len(got), diff(inv, got)), nil
 	})
