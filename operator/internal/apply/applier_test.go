@@ -177,20 +177,25 @@ func TestApplySkipsWhatIsInPlace(t *testing.T) {
 
 func TestApplyPrunesOnlyManagedObjects(t *testing.T) {
 	managed := &metav1.ObjectMeta{Namespace: "ns", Name: "gone", Labels: module.Labels()}
+	finalized := &metav1.ObjectMeta{Namespace: "ns", Name: "finalized", Labels: module.Labels(), Finalizers: []string{"example.com/cleanup"}}
 	foreign := &metav1.ObjectMeta{Namespace: "ns", Name: "adopted-by-user"}
 	rec := &recorder{}
 	l := fakeLive{
 		{Namespace: "ns", Name: "gone"}:            managed,
+		{Namespace: "ns", Name: "finalized"}:       finalized,
 		{Namespace: "ns", Name: "adopted-by-user"}: foreign,
 	}
 	prev := inventory.Inventory{
 		"/ConfigMap/ns/gone":            {ID: "/ConfigMap/ns/gone", Digest: "x", Version: "rv1"},
+		"/ConfigMap/ns/finalized":       {ID: "/ConfigMap/ns/finalized", Digest: "x", Version: "rv1"},
 		"/ConfigMap/ns/adopted-by-user": {ID: "/ConfigMap/ns/adopted-by-user", Digest: "x", Version: "rv1"},
 		"/ConfigMap/ns/already-gone":    {ID: "/ConfigMap/ns/already-gone", Digest: "x", Version: "rv1"},
 	}
 	res, err := New(rec, l, mapper()).Apply(context.Background(), "ns", nil, prev)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"gone"}, rec.deleted, "only objects with the module labels are deleted")
-	assert.ElementsMatch(t, []string{"/ConfigMap/ns/adopted-by-user", "/ConfigMap/ns/already-gone"}, res.Pruned)
-	assert.Contains(t, res.Inventory, "/ConfigMap/ns/gone", "deleted but not gone yet: still recorded")
+	assert.ElementsMatch(t, []string{"finalized", "gone"}, rec.deleted, "only objects with the module labels are deleted")
+	assert.ElementsMatch(t, []string{"/ConfigMap/ns/adopted-by-user", "/ConfigMap/ns/already-gone", "/ConfigMap/ns/gone"}, res.Pruned,
+		"deleted without finalizers is gone at once")
+	assert.Contains(t, res.Inventory, "/ConfigMap/ns/finalized", "deleted but kept by a finalizer: still recorded")
+	assert.NotContains(t, res.Inventory, "/ConfigMap/ns/gone")
 }

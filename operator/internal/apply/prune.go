@@ -47,7 +47,8 @@ func (a *Applier) prune(ctx context.Context, prev inventory.Inventory, current m
 }
 
 // Delete deletes one managed object (in the background, so that dependents
-// follow) and reports whether it is gone or was never there. A kind the API no
+// follow) and reports whether it is gone: never there, or deleted and
+// without finalizers that keep it. A kind the API no
 // longer serves counts as gone.
 func (a *Applier) Delete(ctx context.Context, ref inventory.Ref) (bool, error) {
 	mapping, err := a.mapper.RESTMapping(ref.GroupKind)
@@ -79,7 +80,9 @@ func (a *Applier) Delete(ctx context.Context, ref inventory.Ref) (bool, error) {
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
-	return false, err
+	// Without finalizers the API server removes the object at once (its
+	// dependents follow in the background); with them it is gone later.
+	return err == nil && len(live.GetFinalizers()) == 0, err
 }
 
 // SortForDelete orders refs for removal: the reverse of the apply order.
