@@ -50,6 +50,8 @@ type Live interface {
 	NodeCount(ctx context.Context) (int, error)
 	// ListManaged lists the objects labelled as the module's.
 	ListManaged(ctx context.Context) ([]metav1.Object, error)
+	// ListManagedFromAPI does the same asking the API server, not the cache.
+	ListManagedFromAPI(ctx context.Context) ([]metav1.Object, error)
 }
 
 // EventRecorder emits Kubernetes events about a Serverless CR.

@@ -90,6 +90,19 @@ func (r *Reconciler) stepDelete(ctx context.Context, s *state) (stepFn, string) 
 		return nil, ""
 	}
 
+	// The cache may have missed objects created while a watch was down (an
+	// API server restart): before the finalizer goes, the API server has
+	// the last word.
+	leftInAPI, err := r.deleteLeftInAPI(ctx)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
+	}
+	if leftInAPI != "" {
+		s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonDeleting, "removing "+leftInAPI)
+		s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
+		return nil, ""
+	}
+
 	left, err := r.deleteCopies(ctx, s.cr.Namespace)
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
@@ -177,6 +190,50 @@ func (r *Reconciler) remaining(ctx context.Context, s *state) ([]inventory.Ref, 
 	return refs, nil
 }
 
+// deleteLeftInAPI lists the module's objects from the API server, deletes
+// the first tier of them (in uninstall order) and names what it found; ""
+// when the API server holds none. They carry the module labels, so they are
+// the module's to delete, whatever the cache says.
+func (r *Reconciler) deleteLeftInAPI(ctx context.Context) (string, error) {
+	objs, err := r.live.ListManagedFromAPI(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(objs) == 0 {
+		return "", nil
+	}
+	byRef := map[inventory.Ref]metav1.Object{}
+	refs := make([]inventory.Ref, 0, len(objs))
+	for _, o := range objs {
+		ref := inventory.Ref{GroupKind: watch.GVKOf(o).GroupKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+		byRef[ref] = o
+		refs = append(refs, ref)
+	}
+	apply.SortForDelete(refs)
+	tier := apply.Tier(refs[0].GroupKind)
+	var names []string
+	for _, ref := range refs {
+		if apply.Tier(ref.GroupKind) != tier {
+			break
+		}
+		names = append(names, ref.GroupKind.Kind+" "+ref.Name)
+		if byRef[ref].GetDeletionTimestamp() != nil {
+			continue
+		}
+		if err := r.dropForeignFinalizers(ctx, ref, byRef[ref]); err != nil {
+			return "", err
+		}
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(watch.GVKOf(byRef[ref]))
+		obj.SetNamespace(ref.Namespace)
+		obj.SetName(ref.Name)
+		if err := r.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("deleting %s %q: %w", ref.GroupKind.Kind, ref.Name, err)
+		}
+	}
+	return fmt.Sprintf("%d objects the API server still holds: %s", len(refs), strings.Join(names, ", ")), nil
+}
+
 // releaseForeignFinalizers removes the Function controller's finalizers
 // from an object the manager is about to delete.
 func (r *Reconciler) releaseForeignFinalizers(ctx context.Context, ref inventory.Ref) error {
@@ -188,6 +245,16 @@ func (r *Reconciler) releaseForeignFinalizers(ctx context.Context, ref inventory
 	if err != nil || live == nil {
 		return err
 	}
+	return r.dropForeignFinalizers(ctx, ref, live)
+}
+
+// dropForeignFinalizers removes the Function controller's finalizers from
+// live, a ConfigMap or Secret of the module.
+func (r *Reconciler) dropForeignFinalizers(ctx context.Context, ref inventory.Ref, live metav1.Object) error {
+	if ref.GroupKind.Group != "" || (ref.GroupKind.Kind != "ConfigMap" && ref.GroupKind.Kind != "Secret") {
+		return nil
+	}
+	gvk := corev1.SchemeGroupVersion.WithKind(ref.GroupKind.Kind)
 	kept := slices.DeleteFunc(slices.Clone(live.GetFinalizers()), func(f string) bool { return slices.Contains(foreignFinalizers, f) })
 	if len(kept) == len(live.GetFinalizers()) {
 		return nil
@@ -202,7 +269,7 @@ func (r *Reconciler) releaseForeignFinalizers(ctx context.Context, ref inventory
 	if len(kept) == 0 {
 		obj.SetFinalizers([]string{})
 	}
-	err = r.client.Patch(ctx, obj, client.MergeFrom(base))
+	err := r.client.Patch(ctx, obj, client.MergeFrom(base))
 	return client.IgnoreNotFound(err)
 }
 

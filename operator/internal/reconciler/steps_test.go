@@ -60,8 +60,9 @@ func (f fakeLive) LiveMeta(ctx context.Context, gvk schema.GroupVersionKind, key
 	}
 	return nil, nil
 }
-func (f fakeLive) NodeCount(context.Context) (int, error)               { return 3, nil }
-func (f fakeLive) ListManaged(context.Context) ([]metav1.Object, error) { return nil, nil }
+func (f fakeLive) NodeCount(context.Context) (int, error)                      { return 3, nil }
+func (f fakeLive) ListManaged(context.Context) ([]metav1.Object, error)        { return nil, nil }
+func (f fakeLive) ListManagedFromAPI(context.Context) ([]metav1.Object, error) { return nil, nil }
 
 func newTestReconciler(live Live, renderer Renderer, applier Applier) (*Reconciler, *countEvents) {
 	events := &countEvents{}

@@ -107,9 +107,21 @@ func (l *Live) get(ctx context.Context, gvk schema.GroupVersionKind, key types.N
 	return obj, nil
 }
 
-// ListManaged lists every object of the managed kinds that carries the
-// module labels, from the cache.
+// ListManaged lists the objects labelled as the module's from the cache.
 func (l *Live) ListManaged(ctx context.Context) ([]metav1.Object, error) {
+	return l.listManaged(ctx, l.cache, false)
+}
+
+// ListManagedFromAPI lists the objects labelled as the module's from the API
+// server (metadata only): what the cache lists may lag behind, e.g. after a
+// watch was down, and an uninstall must not end on the cache's word.
+func (l *Live) ListManagedFromAPI(ctx context.Context) ([]metav1.Object, error) {
+	return l.listManaged(ctx, l.api, true)
+}
+
+// listManaged lists every managed kind with reader; the cache holds the
+// full kinds as typed objects, so it is asked for typed lists of them.
+func (l *Live) listManaged(ctx context.Context, reader client.Reader, metadataOnly bool) ([]metav1.Object, error) {
 	var out []metav1.Object
 	for _, k := range ManagedKinds() {
 		opts := []client.ListOption{client.MatchingLabelsSelector{Selector: module.Selector()}}
@@ -118,7 +130,7 @@ func (l *Live) ListManaged(ctx context.Context) ([]metav1.Object, error) {
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		var listObj client.ObjectList = list
-		if k.Full {
+		if k.Full && !metadataOnly {
 			o, err := l.scheme.New(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
 			if err != nil {
 				return nil, err
@@ -127,7 +139,10 @@ func (l *Live) ListManaged(ctx context.Context) ([]metav1.Object, error) {
 		} else {
 			list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
 		}
-		if err := l.cache.List(ctx, listObj, opts...); err != nil {
+		if err := reader.List(ctx, listObj, opts...); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // a kind the API does not serve has no objects
+			}
 			return nil, fmt.Errorf("listing %s: %w", k.GVK.Kind, err)
 		}
 		items, err := meta.ExtractList(listObj)
