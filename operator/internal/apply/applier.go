@@ -65,10 +65,11 @@ type Result struct {
 }
 
 // Apply makes the cluster hold objs (rendered for namespace). prev is the
-// inventory of the last apply. An object is sent only when its digest differs
-// from the recorded one, the live object lacks that digest, or someone else
-// changed it since (its generation, or resourceVersion for kinds without
-// generation, moved). Objects in prev but not in objs are pruned once every
+// inventory of the last apply. An object is sent only when it does not exist,
+// its digest differs from the recorded one, the live object lacks that
+// digest, or someone else changed it since (its generation, or
+// resourceVersion for kinds without generation, moved); never while it is
+// being deleted. Objects in prev but not in objs are pruned once every
 // object applied cleanly. On error the returned inventory still holds prev's
 // entries, so a later attempt can finish the job.
 func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructured.Unstructured, prev inventory.Inventory) (Result, error) {
@@ -102,8 +103,7 @@ func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructu
 			return res, err
 		}
 		if !send {
-			next[id] = prev[id]
-			continue
+			continue // next holds prev's entry, if any
 		}
 		if err := a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 			client.FieldOwner(module.ManagerName), client.ForceOwnership); err != nil {
@@ -162,17 +162,21 @@ func (a *Applier) prepare(obj *unstructured.Unstructured, namespace string) erro
 }
 
 func (a *Applier) needsApply(ctx context.Context, obj *unstructured.Unstructured, digest string, recorded v1alpha1.InventoryEntry) (bool, error) {
-	if recorded.ID == "" || recorded.Digest != digest || recorded.Version == "" {
-		return true, nil
-	}
 	live, err := a.live.LiveMeta(ctx, obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))
 	if err != nil {
 		return false, fmt.Errorf("reading live %s %q: %w", obj.GetKind(), obj.GetName(), err)
 	}
-	if live == nil || live.GetDeletionTimestamp() != nil {
+	switch {
+	case live == nil:
 		return true, nil
-	}
-	if live.GetAnnotations()[module.DigestAnnotation] != digest {
+	case live.GetDeletionTimestamp() != nil:
+		// No apply stops a deletion (a CRD, for one, stays while its
+		// instances are removed); the deletion event brings the reconcile
+		// that creates the object again, and until then it is not ready.
+		return false, nil
+	case recorded.ID == "" || recorded.Digest != digest || recorded.Version == "":
+		return true, nil
+	case live.GetAnnotations()[module.DigestAnnotation] != digest:
 		return true, nil
 	}
 	return versionOf(live) != recorded.Version, nil

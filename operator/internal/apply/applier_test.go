@@ -153,7 +153,8 @@ func TestApplySkipsWhatIsInPlace(t *testing.T) {
 		{"never recorded", v1alpha1.InventoryEntry{}, live(digest, 3, false), true},
 		{"rendered differently", v1alpha1.InventoryEntry{ID: id, Digest: "old", Version: "g3"}, live(digest, 3, false), true},
 		{"deleted by someone", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, nil, true},
-		{"being deleted", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, live(digest, 3, true), true},
+		{"being deleted: left alone until gone", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, live(digest, 3, true), false},
+		{"being deleted and rendered differently: left alone until gone", v1alpha1.InventoryEntry{ID: id, Digest: "old", Version: "g3"}, live("old", 3, true), false},
 		{"edited by someone", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, live(digest, 4, false), true},
 		{"digest annotation removed", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, live("", 3, false), true},
 	}
