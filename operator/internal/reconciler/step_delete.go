@@ -68,13 +68,8 @@ func (r *Reconciler) stepDelete(ctx context.Context, s *state) (stepFn, string) 
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
 	}
 	if len(refs) > 0 {
-		apply.SortForDelete(refs)
-		tier := apply.Tier(refs[0].GroupKind)
 		var waiting []string
-		for _, ref := range refs {
-			if apply.Tier(ref.GroupKind) != tier {
-				break
-			}
+		for _, ref := range firstTier(refs) {
 			if err := r.releaseForeignFinalizers(ctx, ref); err != nil {
 				return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
 			}
@@ -209,13 +204,8 @@ func (r *Reconciler) deleteLeftInAPI(ctx context.Context) (string, error) {
 		byRef[ref] = o
 		refs = append(refs, ref)
 	}
-	apply.SortForDelete(refs)
-	tier := apply.Tier(refs[0].GroupKind)
 	var names []string
-	for _, ref := range refs {
-		if apply.Tier(ref.GroupKind) != tier {
-			break
-		}
+	for _, ref := range firstTier(refs) {
 		names = append(names, ref.GroupKind.Kind+" "+ref.Name)
 		if byRef[ref].GetDeletionTimestamp() != nil {
 			continue
@@ -232,6 +222,18 @@ func (r *Reconciler) deleteLeftInAPI(ctx context.Context) (string, error) {
 		}
 	}
 	return fmt.Sprintf("%d objects the API server still holds: %s", len(refs), strings.Join(names, ", ")), nil
+}
+
+// firstTier sorts refs (not empty) for removal and returns those of the
+// tier that goes first; the next tier waits until they are gone.
+func firstTier(refs []inventory.Ref) []inventory.Ref {
+	apply.SortForDelete(refs)
+	tier := apply.Tier(refs[0].GroupKind)
+	n := 0
+	for n < len(refs) && apply.Tier(refs[n].GroupKind) == tier {
+		n++
+	}
+	return refs[:n]
 }
 
 // releaseForeignFinalizers removes the Function controller's finalizers
