@@ -8,7 +8,7 @@ RUN go mod download
 COPY charts/ charts/
 COPY operator/ operator/
 ARG VERSION=dev
-RUN go build -trimpath -ldflags "-s -w" -o /manager ./operator
+RUN go build -trimpath -ldflags "-s -w" -o /manager ./operator/cmd/manager
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /manager /manager

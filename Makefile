@@ -15,13 +15,13 @@ tools: ## build the control plane and tool binaries into bin/ (no-op when presen
 	hack/tools.sh
 
 build: ## the manager binary, built as in the image (static, no symbols): tests and bench measure what ships
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/manager ./operator
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/manager ./operator/cmd/manager
 
 manifests: tools ## regenerate CRDs and RBAC from controller-gen markers
 	$(ASSETS)/controller-gen object paths=./operator/api/...
 	$(ASSETS)/controller-gen crd paths=./operator/api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(ASSETS)/controller-gen crd paths=./operator/api/function/... output:crd:artifacts:config=charts/serverless/crds
-	$(ASSETS)/controller-gen rbac:roleName=serverless-manager paths=./operator/... output:rbac:artifacts:config=config/rbac
+	$(ASSETS)/controller-gen rbac:roleName=serverless-manager paths="./operator/cmd/manager/...;./operator/internal/manager/..." output:rbac:artifacts:config=config/rbac
 
 test: tools test-unit test-e2e ## all three layers: unit, envtest integration, e2e
 
@@ -55,7 +55,7 @@ module-template: ## module-template/ from VERSION and the default CR
 	go run ./hack/moduletemplate
 
 fuzz: ## run the fuzzers for a while (their seeds run in make test)
-	go test ./operator/internal/values -run XXX -fuzz FuzzBuild -fuzztime 60s
+	go test ./operator/internal/manager/values -run XXX -fuzz FuzzBuild -fuzztime 60s
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -35,6 +35,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
@@ -322,7 +323,7 @@ func (b *bench) deleteFunctions(ctx context.Context) error {
 
 // fill creates the scale variant's objects (idempotently).
 func (b *bench) fill(ctx context.Context) error {
-	crds, err := framework.ReadManifests(filepath.Join(b.cluster.Root(), "charts", "serverless", "crds"))
+	crds, err := manifest.ReadDir(filepath.Join(b.cluster.Root(), "charts", "serverless", "crds"))
 	if err != nil {
 		return err
 	}

@@ -25,42 +25,25 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
-
-// managedKinds are the kinds the chart renders (all of them are labelled).
-var managedKinds = []schema.GroupVersionKind{
-	{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
-	{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"},
-	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
-	{Version: "v1", Kind: "ServiceAccount"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "Secret"},
-	{Version: "v1", Kind: "Service"},
-	{Version: "v1", Kind: "PersistentVolumeClaim"},
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-}
 
 // labelledIDs lists every object carrying the module labels, as inventory IDs.
 func (e *env) labelledIDs(ctx context.Context) []string {
 	e.t.Helper()
 	var ids []string
-	for _, gvk := range managedKinds {
+	for _, k := range kinds.Managed() {
+		gvk := k.GVK
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		require.NoError(e.t, e.c.List(ctx, list, client.MatchingLabels{"app.kubernetes.io/managed-by": "serverless-manager"}))
+		require.NoError(e.t, e.c.List(ctx, list, client.MatchingLabels{module.LabelManagedBy: module.ManagedBy}))
 		for _, o := range list.Items {
 			if o.DeletionTimestamp != nil {
 				continue

@@ -30,6 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
@@ -155,7 +157,7 @@ func (e *env) edit(obj client.Object, change func()) error {
 
 func (e *env) applySample(file string) {
 	e.t.Helper()
-	objs, err := framework.ReadManifestFile(filepath.Join(e.cluster.Root(), "config", "samples", file))
+	objs, err := manifest.ReadFile(filepath.Join(e.cluster.Root(), "config", "samples", file))
 	require.NoError(e.t, err)
 	require.NoError(e.t, e.cluster.Apply(e.t.Context(), ns, objs...))
 }
@@ -198,7 +200,7 @@ func (e *env) uninstallAll() {
 		return
 	}
 	for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{}} {
-		require.NoError(e.t, e.c.List(ctx, l, client.MatchingLabels{"app.kubernetes.io/managed-by": "serverless-manager"}))
+		require.NoError(e.t, e.c.List(ctx, l, client.MatchingLabels{module.LabelManagedBy: module.ManagedBy}))
 		assert.Zero(e.t, meta.LenList(l), "%T: objects of the module left after uninstall", l)
 	}
 }

@@ -3,21 +3,17 @@
 package e2e
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kyma-project/serverless-manager/hack/render/manifests"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
@@ -28,19 +24,8 @@ func TestRenderedInstallReachesReady(t *testing.T) {
 	cluster := framework.ClusterFor(t)
 	out, err := manifests.Build(filepath.Join(cluster.Root(), "config", "default"), "")
 	require.NoError(t, err)
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
-		} else {
-			require.NoError(t, err)
-		}
-		if len(m) > 0 {
-			objs = append(objs, &unstructured.Unstructured{Object: m})
-		}
-	}
+	objs, err := manifest.Decode(out)
+	require.NoError(t, err)
 	require.NoError(t, cluster.Apply(t.Context(), ns, objs...))
 
 	s := runtime.NewScheme()

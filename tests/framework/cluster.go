@@ -36,9 +36,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-)
 
-const modulePath = "github.com/kyma-project/serverless-manager"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+)
 
 // Cluster is the local control plane the tests run against.
 type Cluster struct {
@@ -68,7 +68,7 @@ func EnsureCluster(ctx context.Context) (*Cluster, error) {
 	if ensured != nil {
 		return ensured, nil
 	}
-	root, err := RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return nil, err
 	}
@@ -236,26 +236,6 @@ func (c *Cluster) SaveArtifacts() (string, error) {
 		errs = append(errs, os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644))
 	}
 	return dir, errors.Join(errs...)
-}
-
-// RepoRoot finds the repository root: the nearest directory above the
-// working directory whose go.mod declares our module.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.Contains(data, []byte("module "+modulePath+"\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod of %s above the working directory", modulePath)
-		}
-		dir = parent
-	}
 }
 
 // runScript runs hack/cluster.sh with its progress on our stderr and

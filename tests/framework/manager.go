@@ -1,22 +1,19 @@
 package framework
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 )
 
 // The manager runs in this namespace under this ServiceAccount; the audit
@@ -35,7 +32,7 @@ func (c *Cluster) InstallManagerPrerequisites(ctx context.Context) error {
 		return fmt.Errorf("creating namespace %s: %w", ManagerNamespace, err)
 	}
 	for _, dir := range []string{"config/crd/bases", "config/rbac"} {
-		objs, err := ReadManifests(filepath.Join(c.root, dir))
+		objs, err := manifest.ReadDir(filepath.Join(c.root, dir))
 		if err != nil {
 			return err
 		}
@@ -62,50 +59,6 @@ func (c *Cluster) Apply(ctx context.Context, namespace string, objs ...*unstruct
 		}
 	}
 	return nil
-}
-
-// ReadManifests decodes every YAML document of the .yaml files in dir (not
-// kustomization.yaml), in file name order.
-func ReadManifests(dir string) ([]*unstructured.Unstructured, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(files)
-	var out []*unstructured.Unstructured
-	for _, f := range files {
-		if filepath.Base(f) == "kustomization.yaml" {
-			continue
-		}
-		objs, err := ReadManifestFile(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
-}
-
-// ReadManifestFile decodes the YAML documents of one file.
-func ReadManifestFile(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(m) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
-	}
 }
 
 // StartManager runs bin/manager as the manager's ServiceAccount (so its RBAC

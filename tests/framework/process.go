@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
 // ProcessSpec says how to run a process, e.g. bin/manager.
@@ -55,7 +57,7 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 		spec.StopTimeout = 10 * time.Second
 	}
 	if spec.LogDir == "" {
-		root, err := RepoRoot()
+		root, err := repo.Root()
 		if err != nil {
 			return nil, err
 		}

@@ -1,11 +1,7 @@
 package manifests
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,40 +12,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-)
 
-func repoRoot(t *testing.T) string {
-	dir, err := filepath.Abs(".")
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		require.NotEqual(t, dir, filepath.Dir(dir), "go.mod not found")
-		dir = filepath.Dir(dir)
-	}
-}
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+)
 
 func build(t *testing.T, image string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := Build(filepath.Join(repoRoot(t), "config", "default"), image)
+	out, err := Build(filepath.Join(repo.MustRoot(), "config", "default"), image)
 	require.NoError(t, err)
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		var m map[string]any
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		require.NoError(t, err)
-		if len(m) > 0 {
-			objs = append(objs, &unstructured.Unstructured{Object: m})
-		}
-	}
+	objs, err := manifest.Decode(out)
+	require.NoError(t, err)
+	return objs
 }
 
 func find[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) *T {
@@ -103,7 +79,7 @@ func TestInstallManifestsFollowTheRules(t *testing.T) {
 
 // Kubernetes itself validates the install manifests (server-side dry run).
 func TestInstallManifestsPassServerSideDryRun(t *testing.T) {
-	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(repoRoot(t), "bin", "assets")}
+	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(repo.MustRoot(), "bin", "assets")}
 	cfg, err := env.Start()
 	require.NoError(t, err, "run `make tools` first")
 	t.Cleanup(func() { _ = env.Stop() })

@@ -6,31 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/watch"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
-
-// RepoRoot is the directory holding go.mod.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Dir(file)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			panic("go.mod not found above " + file)
-		}
-		dir = parent
-	}
-}
 
 // Env is a running API server.
 type Env struct {
@@ -47,14 +31,14 @@ func Start(t testing.TB, crdDirs ...string) *Env {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		assets = filepath.Join(RepoRoot(), "bin", "assets")
+		assets = filepath.Join(repo.MustRoot(), "bin", "assets")
 	}
 	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
 		t.Fatalf("no kube-apiserver in %s: run `make tools` first (%v)", assets, err)
 	}
 	var paths []string
 	for _, d := range crdDirs {
-		paths = append(paths, filepath.Join(RepoRoot(), d))
+		paths = append(paths, filepath.Join(repo.MustRoot(), d))
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
 const inline = `"source":{"inline":{"source":"module.exports = { main: () => 'hi' }"}}`
@@ -83,7 +84,7 @@ func TestFunctionValidation(t *testing.T) {
 
 	// The samples: the good one is accepted, the bad one rejected.
 	for file, wantErr := range map[string]string{"function-sample.yaml": "", "function-invalid.yaml": "spec.source: use exactly one"} {
-		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", file))
+		data, err := os.ReadFile(filepath.Join(repo.MustRoot(), "config", "samples", file))
 		require.NoError(t, err)
 		u := &unstructured.Unstructured{}
 		require.NoError(t, yaml.Unmarshal(data, &u.Object))

@@ -1,0 +1,202 @@
+package apply
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+func u(apiVersion, kind, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetAPIVersion(apiVersion)
+	o.SetKind(kind)
+	o.SetName(name)
+	return o
+}
+
+func TestSortForApplyAndDelete(t *testing.T) {
+	objs := []*unstructured.Unstructured{
+		u("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "hook"),
+		u("apps/v1", "Deployment", "ctrl"),
+		u("v1", "ConfigMap", "cm-b"),
+		u("example.com/v1", "Widget", "w"),
+		u("v1", "Service", "svc"),
+		u("v1", "ConfigMap", "cm-a"),
+		u("rbac.authorization.k8s.io/v1", "ClusterRole", "role"),
+		u("apiextensions.k8s.io/v1", "CustomResourceDefinition", "crd"),
+		u("scheduling.k8s.io/v1", "PriorityClass", "prio"),
+		u("v1", "Namespace", "ns"),
+	}
+	SortForApply(objs)
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.GetName())
+	}
+	assert.Equal(t, []string{"crd", "ns", "prio", "role", "cm-b", "cm-a", "svc", "ctrl", "w", "hook"}, names,
+		"tiers in dependency order, render order kept within a tier")
+
+	var refs []inventory.Ref
+	for _, o := range objs {
+		ref, ok := inventory.ParseID(inventory.ID(o))
+		require.True(t, ok)
+		refs = append(refs, ref)
+	}
+	SortForDelete(refs)
+	names = nil
+	for _, r := range refs {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{"hook", "w", "ctrl", "svc", "cm-a", "cm-b", "role", "prio", "ns", "crd"}, names)
+}
+
+// fakeLive serves live metadata from a map.
+type fakeLive map[types.NamespacedName]metav1.Object
+
+func (f fakeLive) LiveMeta(_ context.Context, _ schema.GroupVersionKind, key types.NamespacedName) (metav1.Object, error) {
+	if o, ok := f[key]; ok {
+		return o, nil
+	}
+	return nil, nil
+}
+
+// recorder remembers what would have been sent.
+type recorder struct {
+	applied []string
+	deleted []string
+}
+
+func (r *recorder) Apply(_ context.Context, obj runtime.ApplyConfiguration, _ ...client.ApplyOption) error {
+	o := obj.(interface{ GetName() string })
+	r.applied = append(r.applied, o.GetName())
+	return nil
+}
+
+func (r *recorder) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
+	r.deleted = append(r.deleted, obj.GetName())
+	return nil
+}
+
+func mapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}, {Group: "rbac.authorization.k8s.io", Version: "v1"}})
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot)
+	return m
+}
+
+func TestApplyPreparesObjects(t *testing.T) {
+	rec := &recorder{}
+	a := New(rec, fakeLive{}, mapper())
+	cm := u("v1", "ConfigMap", "cm")
+	cm.SetLabels(map[string]string{"own": "label"})
+	role := u("rbac.authorization.k8s.io/v1", "ClusterRole", "role")
+	role.SetNamespace("wrong")
+
+	res, err := a.Apply(context.Background(), "kyma-system", []*unstructured.Unstructured{cm, role}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"role", "cm"}, rec.applied)
+	assert.Empty(t, cm.GetNamespace(), "the caller's objects are not modified")
+
+	got := map[string]*unstructured.Unstructured{}
+	for _, o := range res.Objects {
+		got[o.GetName()] = o
+	}
+	assert.Equal(t, "kyma-system", got["cm"].GetNamespace(), "namespaced kinds get the release namespace")
+	assert.Empty(t, got["role"].GetNamespace(), "cluster-scoped kinds have none")
+	for _, o := range res.Objects {
+		for k, v := range module.Labels() {
+			assert.Equal(t, v, o.GetLabels()[k])
+		}
+		assert.Len(t, o.GetAnnotations()[module.DigestAnnotation], 24)
+	}
+	assert.Equal(t, "label", got["cm"].GetLabels()["own"])
+	assert.Len(t, res.Inventory, 2)
+}
+
+func TestApplySkipsWhatIsInPlace(t *testing.T) {
+	// First apply, to learn the digest.
+	first := &recorder{}
+	res, err := New(first, fakeLive{}, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, nil)
+	require.NoError(t, err)
+	id := "apps/Deployment/ns/d"
+	digest := res.Inventory[id].Digest
+	key := types.NamespacedName{Namespace: "ns", Name: "d"}
+
+	live := func(digest string, generation int64, deleting bool) metav1.Object {
+		o := &metav1.ObjectMeta{Namespace: "ns", Name: "d", Generation: generation, Annotations: map[string]string{module.DigestAnnotation: digest}}
+		if deleting {
+			now := metav1.Now()
+			o.DeletionTimestamp = &now
+		}
+		return o
+	}
+	tests := []struct {
+		name     string
+		recorded v1alpha1.InventoryEntry
+		live     metav1.Object
+		wantSend bool
+	}{
+		{"unchanged", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, live(digest, 3, false), false},
+		{"never recorded", v1alpha1.InventoryEntry{}, live(digest, 3, false), true},
+		{"rendered differently", v1alpha1.InventoryEntry{ID: id, Digest: "old", Version: "g3"}, live(digest, 3, false), true},
+		{"deleted by someone", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, nil, true},
+		{"being deleted: left alone until gone", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, live(digest, 3, true), false},
+		{"being deleted and rendered differently: left alone until gone", v1alpha1.InventoryEntry{ID: id, Digest: "old", Version: "g3"}, live("old", 3, true), false},
+		{"edited by someone", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, live(digest, 4, false), true},
+		{"digest annotation removed", v1alpha1.InventoryEntry{ID: id, Digest: digest, Version: "g3"}, live("", 3, false), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			l := fakeLive{}
+			if tt.live != nil {
+				l[key] = tt.live
+			}
+			prev := inventory.Inventory{}
+			if tt.recorded.ID != "" {
+				prev[id] = tt.recorded
+			}
+			_, err := New(rec, l, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, prev)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantSend, len(rec.applied) == 1)
+		})
+	}
+}
+
+func TestApplyPrunesOnlyManagedObjects(t *testing.T) {
+	managed := &metav1.ObjectMeta{Namespace: "ns", Name: "gone", Labels: module.Labels()}
+	finalized := &metav1.ObjectMeta{Namespace: "ns", Name: "finalized", Labels: module.Labels(), Finalizers: []string{"example.com/cleanup"}}
+	foreign := &metav1.ObjectMeta{Namespace: "ns", Name: "adopted-by-user"}
+	rec := &recorder{}
+	l := fakeLive{
+		{Namespace: "ns", Name: "gone"}:            managed,
+		{Namespace: "ns", Name: "finalized"}:       finalized,
+		{Namespace: "ns", Name: "adopted-by-user"}: foreign,
+	}
+	prev := inventory.Inventory{
+		"/ConfigMap/ns/gone":            {ID: "/ConfigMap/ns/gone", Digest: "x", Version: "rv1"},
+		"/ConfigMap/ns/finalized":       {ID: "/ConfigMap/ns/finalized", Digest: "x", Version: "rv1"},
+		"/ConfigMap/ns/adopted-by-user": {ID: "/ConfigMap/ns/adopted-by-user", Digest: "x", Version: "rv1"},
+		"/ConfigMap/ns/already-gone":    {ID: "/ConfigMap/ns/already-gone", Digest: "x", Version: "rv1"},
+	}
+	res, err := New(rec, l, mapper()).Apply(context.Background(), "ns", nil, prev)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"finalized", "gone"}, rec.deleted, "only objects with the module labels are deleted")
+	assert.ElementsMatch(t, []string{"/ConfigMap/ns/adopted-by-user", "/ConfigMap/ns/already-gone", "/ConfigMap/ns/gone"}, res.Pruned,
+		"deleted without finalizers is gone at once")
+	assert.Contains(t, res.Inventory, "/ConfigMap/ns/finalized", "deleted but kept by a finalizer: still recorded")
+	assert.NotContains(t, res.Inventory, "/ConfigMap/ns/gone")
+}

@@ -1,0 +1,291 @@
+// Package reconciler drives a Serverless CR to its desired state. A reconcile
+// is a chain of named steps (served, delete, pause, finalizer, configure,
+// render, apply, verify), one per file; each step updates the run's status
+// and returns the next step, or nil to stop. The status is written once at
+// the end, and only when it changed.
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+// Renderer renders the chart for a namespace and values.
+type Renderer interface {
+	Render(namespace string, values map[string]any) ([]*unstructured.Unstructured, error)
+	ChartVersion() string
+}
+
+// Applier applies rendered objects and deletes managed ones.
+type Applier interface {
+	Apply(ctx context.Context, namespace string, objs []*unstructured.Unstructured, prev inventory.Inventory) (apply.Result, error)
+	Delete(ctx context.Context, ref inventory.Ref) (bool, error)
+}
+
+// Live reads live objects, from the cache where the manager caches them.
+type Live interface {
+	LiveMeta(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (metav1.Object, error)
+	Object(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (*unstructured.Unstructured, error)
+	NodeCount(ctx context.Context) (int, error)
+	// ListManaged lists the objects labelled as the module's.
+	ListManaged(ctx context.Context) ([]metav1.Object, error)
+	// ListManagedFromAPI does the same asking the API server, not the cache.
+	ListManagedFromAPI(ctx context.Context) ([]metav1.Object, error)
+}
+
+// EventRecorder emits Kubernetes events about a Serverless CR.
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Metrics observes reconciles; nil-safe implementations may ignore calls.
+type Metrics interface {
+	ObserveStep(step string, d time.Duration)
+	ObserveRender(d time.Duration)
+	SetState(namespace, name string, state v1alpha1.State)
+	AddApplied(n int)
+	AddPruned(n int)
+}
+
+// Options of a Reconciler.
+type Options struct {
+	// Namespace the manager serves Serverless CRs in and installs into.
+	Namespace string
+	// ImageOverrides replace chart images, keyed like the chart's global.images.
+	ImageOverrides map[string]string
+	// NewSecret returns a random alphanumeric string of length n.
+	NewSecret func(n int) string
+	// FunctionsRecheck is how often a blocked uninstall looks for Functions again.
+	FunctionsRecheck time.Duration
+	// DeletionRecheck is how often an uninstall checks that objects are gone.
+	DeletionRecheck time.Duration
+	// RolloutTimeout is how long objects may take to become ready after an
+	// apply before the state turns to Error.
+	RolloutTimeout time.Duration
+}
+
+// Reconciler reconciles Serverless CRs.
+type Reconciler struct {
+	client   client.Client
+	api      client.Reader
+	live     Live
+	renderer Renderer
+	applier  Applier
+	events   EventRecorder
+	metrics  Metrics
+	opts     Options
+
+	renderMu   sync.Mutex
+	lastRender renderMemo
+
+	// refusedPorts are NodePorts the API server called allocated although no
+	// Service showed them (an allocation it has not released yet).
+	portsMu      sync.Mutex
+	refusedPorts map[int32]time.Time
+
+	// watchFunctions starts watching Function deletions (once); set up by
+	// SetupWithManager, a no-op without it.
+	watchFunctions func()
+}
+
+// renderMemo keeps the last render: the chart only changes with the values,
+// and reconciles triggered by status updates of workloads are frequent.
+type renderMemo struct {
+	key  string
+	objs []*unstructured.Unstructured
+}
+
+// New wires a Reconciler. c reads Serverless CRs from the cache and writes;
+// api reads what the manager does not cache.
+func New(c client.Client, api client.Reader, live Live, renderer Renderer, applier Applier, events EventRecorder, metrics Metrics, opts Options) *Reconciler {
+	if opts.FunctionsRecheck == 0 {
+		opts.FunctionsRecheck = 15 * time.Second
+	}
+	if opts.DeletionRecheck == 0 {
+		opts.DeletionRecheck = 2 * time.Second
+	}
+	if opts.RolloutTimeout == 0 {
+		opts.RolloutTimeout = 5 * time.Minute
+	}
+	return &Reconciler{client: c, api: api, live: live, renderer: renderer, applier: applier, events: events, metrics: metrics, opts: opts,
+		watchFunctions: func() {}, refusedPorts: map[int32]time.Time{}}
+}
+
+// +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// Reconcile runs the steps for one Serverless CR.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cr := &v1alpha1.Serverless{}
+	if err := r.client.Get(ctx, req.NamespacedName, cr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &state{cr: cr, before: cr.Status.DeepCopy(), log: log.FromContext(ctx)}
+	for step, name := stepFn(r.stepServed), "served"; step != nil; {
+		start := time.Now()
+		next, nextName := step(ctx, s)
+		if r.metrics != nil {
+			r.metrics.ObserveStep(name, time.Since(start))
+		}
+		step, name = next, nextName
+	}
+	if s.gone {
+		return s.result, s.err
+	}
+	if err := r.writeStatus(ctx, s); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Someone changed the CR meanwhile; the watch brings it back.
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	}
+	return s.result, s.err
+}
+
+// writeStatus sends the status when it differs from what was read, and
+// emits an event for a state transition.
+func (r *Reconciler) writeStatus(ctx context.Context, s *state) error {
+	if r.metrics != nil && s.cr.Status.State != "" {
+		r.metrics.SetState(s.cr.Namespace, s.cr.Name, s.cr.Status.State)
+	}
+	if equality.Semantic.DeepEqual(*s.before, s.cr.Status) {
+		return nil
+	}
+	// Server-side apply of the whole status, owned by the manager, its only
+	// writer: the stored status becomes exactly the computed one, also when
+	// the CR was read from a cache that lags behind the manager's last write
+	// (a patch of the differences against such a stale copy would leave out
+	// the fields the stale copy happened to hold already, e.g. the state).
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s.cr.Status)
+	if err != nil {
+		return fmt.Errorf("converting the status: %w", err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	obj.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Serverless"))
+	obj.SetNamespace(s.cr.Namespace)
+	obj.SetName(s.cr.Name)
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(module.ManagerName), client.ForceOwnership); err != nil {
+		return err
+	}
+	r.emitEvents(s)
+	return nil
+}
+
+// emitEvents reports each changed value and a state transition. A
+// transition is told in the last change's event when there is one, so a
+// one-value change that starts a rollout costs one event, not two.
+func (r *Reconciler) emitEvents(s *state) {
+	transition := ""
+	if s.before.State != s.cr.Status.State && s.cr.Status.State != "" {
+		transition = fmt.Sprintf("state changed from %s to %s: %s", orNone(string(s.before.State)), s.cr.Status.State, s.stateMessage())
+	}
+	for i, change := range s.changes {
+		if i == len(s.changes)-1 && transition != "" {
+			change += "; " + transition
+			transition = ""
+		}
+		r.events.Eventf(s.cr, nil, corev1.EventTypeNormal, "ConfigurationChanged", "Configure", "%s", change)
+	}
+	if transition == "" {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if s.cr.Status.State == v1alpha1.StateError || s.cr.Status.State == v1alpha1.StateWarning {
+		kind = corev1.EventTypeWarning
+	}
+	r.events.Eventf(s.cr, nil, kind, "State"+string(s.cr.Status.State), "Reconcile", "%s", transition)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// state is one reconcile's working set.
+type state struct {
+	cr     *v1alpha1.Serverless
+	before *v1alpha1.ServerlessStatus
+	log    logr.Logger
+
+	values map[string]any
+	// nodePort is the registry NodePort chosen for this render (0: none).
+	nodePort int32
+	warnings []string
+	// changes describe configuration values that changed, one event each.
+	changes []string
+	objs    []*unstructured.Unstructured
+	applied []*unstructured.Unstructured
+
+	result ctrl.Result
+	err    error
+	// gone is set when the CR no longer exists (finalizer removed): no status write.
+	gone bool
+}
+
+// stepFn is one named step; it returns the next step and its name.
+type stepFn func(ctx context.Context, s *state) (stepFn, string)
+
+// setCondition sets a condition with the CR's generation.
+func (s *state) setCondition(condType string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&s.cr.Status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.cr.Generation,
+	})
+}
+
+// stateMessage is the message of the condition that explains the state.
+func (s *state) stateMessage() string {
+	for _, t := range []string{v1alpha1.ConditionDeleted, v1alpha1.ConditionConfigured, v1alpha1.ConditionInstalled} {
+		c := meta.FindStatusCondition(s.cr.Status.Conditions, t)
+		if c != nil && (c.Status != metav1.ConditionTrue || t == v1alpha1.ConditionInstalled) {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// fail ends the reconcile in state Error with a condition and, when the
+// condition is new, a Warning event (retries of the same error add none).
+// retry says whether the error may pass by itself (API trouble), in which
+// case controller-runtime retries with backoff.
+func (r *Reconciler) fail(s *state, condType, reason string, err error, retry bool) (stepFn, string) {
+	s.cr.Status.State = v1alpha1.StateError
+	s.cr.Status.ObservedGeneration = s.cr.Generation
+	s.setCondition(condType, metav1.ConditionFalse, reason, err.Error())
+	if prev := meta.FindStatusCondition(s.before.Conditions, condType); prev == nil || prev.Status != metav1.ConditionFalse ||
+		prev.Reason != reason || prev.Message != err.Error() {
+		r.events.Eventf(s.cr, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", err.Error())
+	}
+	if retry {
+		s.err = err
+	}
+	s.log.Error(err, "reconcile failed", "reason", reason)
+	return nil, ""
+}

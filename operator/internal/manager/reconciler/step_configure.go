@@ -1,0 +1,199 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=list
+
+// stepConfigure turns the spec and what the cluster holds into chart values
+// and the effective configuration shown in the status.
+func (r *Reconciler) stepConfigure(ctx context.Context, s *state) (stepFn, string) {
+	facts, err := r.facts(ctx, s.cr)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonConfigurationInvalid, fmt.Errorf("reading the cluster: %w", err), true)
+	}
+	built, err := values.Build(s.cr.Spec, facts)
+	var cfgErr *values.ConfigError
+	if errors.As(err, &cfgErr) {
+		s.cr.Status.ObservedGeneration = s.cr.Generation
+		return r.fail(s, v1alpha1.ConditionConfigured, cfgErr.Reason, err, false)
+	}
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonConfigurationInvalid, err, false)
+	}
+	if built.Values.DockerRegistry.EnableInternal {
+		s.nodePort = built.Values.Global.RegistryNodePort
+	}
+	s.values, err = built.Values.Map()
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonConfigurationInvalid, err, false)
+	}
+	s.changes = values.Changes(s.cr.Status.EffectiveConfiguration, built.Effective)
+	s.cr.Status.EffectiveConfiguration = built.Effective
+	s.warnings = built.Warnings
+	msg := "configuration is valid"
+	reason := v1alpha1.ReasonConfigured
+	if len(built.Warnings) > 0 {
+		msg = built.Warnings[0]
+		reason = v1alpha1.ReasonBothRegistries
+	}
+	s.setCondition(v1alpha1.ConditionConfigured, metav1.ConditionTrue, reason, msg)
+	return r.stepRender, "render"
+}
+
+// facts gathers what the values depend on besides the spec, from the cache;
+// only the first install of the internal registry lists Services cluster-wide
+// to find a free NodePort.
+func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values.Facts, error) {
+	ns := cr.Namespace
+	f := values.Facts{Namespace: ns, ImageOverrides: r.opts.ImageOverrides, NewSecret: r.opts.NewSecret}
+	var err error
+	if f.Nodes, err = r.live.NodeCount(ctx); err != nil {
+		return f, err
+	}
+	tracing := &corev1.Service{}
+	found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: values.TracingServiceName}, tracing)
+	if err != nil {
+		return f, err
+	}
+	f.TracingServiceExists = found
+
+	reg := cr.Spec.DockerRegistry
+	internal := reg != nil && reg.EnableInternal != nil && *reg.EnableInternal
+	if !internal {
+		if reg != nil && reg.SecretName != nil && *reg.SecretName != "" {
+			secret := &corev1.Secret{}
+			found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: *reg.SecretName}, secret)
+			if err != nil {
+				return f, err
+			}
+			if found {
+				f.RegistrySecret = secret.Data
+				if f.RegistrySecret == nil {
+					f.RegistrySecret = map[string][]byte{}
+				}
+			}
+		}
+		return f, nil
+	}
+
+	secret := &corev1.Secret{}
+	found, err = r.get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName}, secret)
+	if err != nil {
+		return f, err
+	}
+	if found && string(secret.Data["isInternal"]) == "true" {
+		f.InternalCredentials = &values.Credentials{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	found, err = r.get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryPVCName}, pvc)
+	if err != nil {
+		return f, err
+	}
+	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; found && ok {
+		f.PVCSize = q.String()
+	}
+	svc := &corev1.Service{}
+	found, err = r.get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}, svc)
+	if err != nil {
+		return f, err
+	}
+	if found {
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort != 0 {
+				f.NodePort = p.NodePort
+			}
+		}
+	}
+	if f.NodePort == 0 {
+		if f.NodePort, err = r.freeNodePort(ctx); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// freeNodePort lists every Service's node ports and picks one for the registry.
+func (r *Reconciler) freeNodePort(ctx context.Context) (int32, error) {
+	list := &corev1.ServiceList{}
+	if err := r.api.List(ctx, list); err != nil {
+		return 0, fmt.Errorf("listing Services to find a free NodePort: %w", err)
+	}
+	used := r.refused()
+	for _, svc := range list.Items {
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort != 0 {
+				used[p.NodePort] = true
+			}
+		}
+	}
+	port := values.PickNodePort(used)
+	if port == 0 {
+		return 0, errors.New("no free NodePort left for the internal registry")
+	}
+	return port, nil
+}
+
+// get reads an object from the cache; found is false when it does not exist.
+func (r *Reconciler) get(ctx context.Context, key types.NamespacedName, into client.Object) (bool, error) {
+	err := r.client.Get(ctx, key, into)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// refusedPortMemory is how long a NodePort the API server refused is avoided.
+const refusedPortMemory = 10 * time.Minute
+
+// refuse remembers that the API server refused port.
+func (r *Reconciler) refuse(port int32) {
+	r.portsMu.Lock()
+	defer r.portsMu.Unlock()
+	r.refusedPorts[port] = time.Now()
+}
+
+// refused returns the ports refused recently, as a set.
+func (r *Reconciler) refused() map[int32]bool {
+	r.portsMu.Lock()
+	defer r.portsMu.Unlock()
+	out := map[int32]bool{}
+	for p, at := range r.refusedPorts {
+		if time.Since(at) < refusedPortMemory {
+			out[p] = true
+		} else {
+			delete(r.refusedPorts, p)
+		}
+	}
+	return out
+}
+
+// isNodePortTaken tells whether err is the API server refusing a NodePort
+// that is allocated already.
+func isNodePortTaken(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if strings.HasSuffix(c.Field, ".nodePort") && strings.Contains(c.Message, "already allocated") {
+			return true
+		}
+	}
+	return false
+}

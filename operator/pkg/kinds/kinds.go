@@ -1,0 +1,58 @@
+// Package kinds is the table of the kinds the Serverless chart renders and
+// the manager manages. The same table drives what the manager caches and
+// watches, how it checks readiness, the order it applies and deletes in, and
+// what tests list to compare the cluster with the manager's inventory.
+package kinds
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+// Kind is one managed kind and how the manager caches it.
+type Kind struct {
+	GVK schema.GroupVersionKind
+	// Full kinds are cached as whole objects because their status tells
+	// readiness, or their data is read; the others as metadata only.
+	Full bool
+	// Namespaced kinds are cached in the module namespace only.
+	Namespaced bool
+	// AllInNamespace caches every object of the kind in the module namespace,
+	// not only the module's: users put registry Secrets there, and the
+	// telemetry module its Service.
+	AllInNamespace bool
+}
+
+// Managed lists every kind the chart may render. A kind the chart renders
+// must be here, or its drift goes unnoticed (a test checks this).
+func Managed() []Kind {
+	gvk := func(group, version, kind string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
+	}
+	return []Kind{
+		{GVK: gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"), Full: true},
+		{GVK: gvk("scheduling.k8s.io", "v1", "PriorityClass")},
+		{GVK: gvk("rbac.authorization.k8s.io", "v1", "ClusterRole")},
+		{GVK: gvk("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")},
+		{GVK: gvk("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")},
+		{GVK: gvk("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")},
+		{GVK: gvk("", "v1", "ServiceAccount"), Namespaced: true},
+		{GVK: gvk("rbac.authorization.k8s.io", "v1", "Role"), Namespaced: true},
+		{GVK: gvk("rbac.authorization.k8s.io", "v1", "RoleBinding"), Namespaced: true},
+		{GVK: gvk("", "v1", "ConfigMap"), Namespaced: true},
+		{GVK: gvk("networking.k8s.io", "v1", "NetworkPolicy"), Namespaced: true},
+		{GVK: gvk("", "v1", "Secret"), Namespaced: true, Full: true, AllInNamespace: true},
+		{GVK: gvk("", "v1", "Service"), Namespaced: true, Full: true, AllInNamespace: true},
+		{GVK: gvk("", "v1", "PersistentVolumeClaim"), Namespaced: true, Full: true},
+		{GVK: gvk("apps", "v1", "Deployment"), Namespaced: true, Full: true},
+	}
+}
+
+// HasStatus tells whether the readiness of a kind shows in its status: the
+// kinds cached in full, apart from Secrets and Services, which are cached in
+// full for their data.
+func HasStatus(gvk schema.GroupVersionKind) bool {
+	for _, k := range Managed() {
+		if k.GVK == gvk {
+			return k.Full && !k.AllInNamespace
+		}
+	}
+	return false
+}

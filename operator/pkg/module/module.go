@@ -1,0 +1,111 @@
+// Package module holds the names every part of the module agrees on: the
+// identities of its two binaries, the labels that mark the module's objects,
+// the finalizer and the chart objects the manager reads. Binaries, tests and
+// hack tools import it; nothing else defines these names.
+package module
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+const (
+	// Name of the module.
+	Name = "serverless"
+	// DefaultNamespace is where the module is usually installed.
+	DefaultNamespace = "kyma-system"
+
+	// ManagerName identifies the Serverless Manager as field manager, event
+	// source and user agent.
+	ManagerName = "serverless-manager"
+	// ManagedBy is the value of LabelManagedBy on every object the manager
+	// applies; uninstall and the manager's cache select by it.
+	ManagedBy = "serverless-manager"
+	// Finalizer keeps a Serverless CR until the module is uninstalled.
+	Finalizer = "operator.kyma-project.io/serverless-manager"
+	// DigestAnnotation carries the digest of the rendered object last applied.
+	DigestAnnotation = "operator.kyma-project.io/applied-digest"
+	// EstablishRequestedAnnotation on a CRD records when the manager last
+	// touched it so that kube-apiserver establishes it (see the reconciler).
+	EstablishRequestedAnnotation = "operator.kyma-project.io/establish-requested-at"
+	// PauseAnnotation on a Serverless CR with the value "paused" stops all changes.
+	PauseAnnotation = "operator.kyma-project.io/reconcile"
+	// PausedValue of PauseAnnotation.
+	PausedValue = "paused"
+
+	LabelPartOf    = "app.kubernetes.io/part-of"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelModule    = "kyma-project.io/module"
+)
+
+// Identity is how one binary of the module is known: to the API server (its
+// ServiceAccount, user agent and field manager), in events, on disk and in
+// its image. Each binary has its own, so audit logs, managedFields and
+// events tell them apart.
+type Identity struct {
+	// Name is the field manager, the event source and the user agent.
+	Name string
+	// ServiceAccount the binary runs as, in the module namespace.
+	ServiceAccount string
+	// Binary is the file name under bin/ and the entrypoint of its image.
+	Binary string
+	// Package is the binary's main package, relative to the repository root.
+	Package string
+	// MetricsPort and HealthPort are where it serves metrics and probes in
+	// its Pod.
+	MetricsPort, HealthPort int
+}
+
+// User is the API server's name for the identity's ServiceAccount in namespace.
+func (i Identity) User(namespace string) string {
+	return "system:serviceaccount:" + namespace + ":" + i.ServiceAccount
+}
+
+// Manager is the Serverless Manager: it installs the module from the
+// Serverless CR.
+func Manager() Identity {
+	return Identity{
+		Name: ManagerName, ServiceAccount: "serverless-manager",
+		Binary: "manager", Package: "./operator/cmd/manager",
+		MetricsPort: 8080, HealthPort: 8081,
+	}
+}
+
+// FunctionController builds and runs Functions. Its ServiceAccount and
+// ports are those of the chart's controller Deployment, and its name is
+// the event source 1.8.4 used, so tools that read events keep working.
+func FunctionController() Identity {
+	return Identity{
+		Name: "function-controller", ServiceAccount: "serverless-controller-manager",
+		Binary: "function-controller", Package: "./operator/cmd/function-controller",
+		MetricsPort: 8080, HealthPort: 8090,
+	}
+}
+
+// Binaries are every binary of the module, in build order.
+func Binaries() []Identity { return []Identity{Manager(), FunctionController()} }
+
+// Labels are set on every object the manager applies; uninstall and the
+// manager's own cache select by them.
+func Labels() map[string]string {
+	return map[string]string{
+		LabelPartOf:    Name,
+		LabelManagedBy: ManagedBy,
+		LabelModule:    Name,
+	}
+}
+
+// Selector selects the objects the manager applied.
+func Selector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelModule: Name})
+}
+
+// Names of chart objects the manager reads to keep the installation stable.
+const (
+	// RegistrySecretName holds the registry configuration (and the internal
+	// registry's credentials).
+	RegistrySecretName = "serverless-registry-config-default"
+	// RegistryServiceName is the internal registry's NodePort Service.
+	RegistryServiceName = "serverless-docker-registry"
+	// RegistryPVCName is the internal registry's volume.
+	RegistryPVCName = "serverless-docker-registry"
+)
