@@ -1,0 +1,74 @@
+package v1alpha2
+
+// Runtimes the module ships.
+const (
+	RuntimeNodejs20  Runtime = "nodejs20"
+	RuntimeNodejs22  Runtime = "nodejs22"
+	RuntimePython312 Runtime = "python312"
+)
+
+// Runtimes lists every supported runtime.
+func Runtimes() []Runtime { return []Runtime{RuntimeNodejs20, RuntimeNodejs22, RuntimePython312} }
+
+// Labels the Function controller puts on what it creates. Children of a
+// Function are found by the three internal labels (function name, managed
+// by, uid), never by name: Functions created by release 1.8.4 have random
+// child names that must be reused.
+const (
+	LabelFunctionName = "serverless.kyma-project.io/function-name"
+	LabelManagedBy    = "serverless.kyma-project.io/managed-by"
+	LabelUUID         = "serverless.kyma-project.io/uuid"
+	// LabelResource marks the Deployment's Pods (selector label).
+	LabelResource      = "serverless.kyma-project.io/resource"
+	ResourceDeployment = "deployment"
+	// ManagedByController is the value of LabelManagedBy on children.
+	ManagedByController = "function-controller"
+	// ManagedByUser on a per-namespace copy keeps the controller from
+	// overwriting or deleting it.
+	ManagedByUser = "user"
+
+	// LabelConfig marks the base objects copied into Function namespaces.
+	LabelConfig          = "serverless.kyma-project.io/config"
+	ConfigRuntime        = "runtime"
+	ConfigCredentials    = "credentials"
+	ConfigServiceAccount = "service-account"
+
+	// AnnotationContinuousGitCheckout "true" checks the Git remote on every pass.
+	AnnotationContinuousGitCheckout = "serverless.kyma-project.io/continuousGitCheckout"
+)
+
+// Condition types of a Function.
+const (
+	ConditionConfigurationReady = "ConfigurationReady"
+	ConditionBuildReady         = "BuildReady"
+	ConditionRunning            = "Running"
+)
+
+// Condition reasons of a Function, as release 1.8.4 writes them (tools key
+// on them), plus the ones this controller adds where 1.8.4 said nothing.
+const (
+	ReasonInvalidFunctionSpec = "InvalidFunctionSpec"
+	ReasonConfigMapCreated    = "ConfigMapCreated"
+	ReasonConfigMapUpdated    = "ConfigMapUpdated"
+	ReasonSourceUpdated       = "SourceUpdated"
+	ReasonSourceUpdateFailed  = "SourceUpdateFailed"
+
+	ReasonJobCreated  = "JobCreated"
+	ReasonJobUpdated  = "JobUpdated"
+	ReasonJobRunning  = "JobRunning"
+	ReasonJobFinished = "JobFinished"
+	ReasonJobFailed   = "JobFailed"
+	ReasonJobsDeleted = "JobsDeleted"
+
+	ReasonDeploymentCreated       = "DeploymentCreated"
+	ReasonDeploymentUpdated       = "DeploymentUpdated"
+	ReasonDeploymentFailed        = "DeploymentFailed"
+	ReasonDeploymentWaiting       = "DeploymentWaiting"
+	ReasonDeploymentReady         = "DeploymentReady"
+	ReasonMinReplicasNotAvailable = "MinReplicasNotAvailable"
+	ReasonServiceCreated          = "ServiceCreated"
+	ReasonServiceUpdated          = "ServiceUpdated"
+	ReasonServiceFailed           = "ServiceFailed"
+	ReasonHPACreated              = "HorizontalPodAutoscalerCreated"
+	ReasonHPAUpdated              = "HorizontalPodAutoscalerUpdated"
+)
