@@ -1,0 +1,174 @@
+// Package config reads the Function controller's configuration: the APP_*
+// environment the chart's Deployment sets (contract §2.2), the resource
+// presets in APP_FUNCTION_RESOURCE_CONFIG (§2.3–2.5) and the log
+// configuration file (§3.1).
+package config
+
+import (
+	"errors"
+	"slices"
+	"time"
+)
+
+// Environment variables the controller reads (contract §2.2). Names and code
+// defaults are those of the published 1.8.4 controller, so a Deployment
+// written for it configures this controller the same way.
+const (
+	EnvMetricsAddress                  = "APP_METRICS_ADDRESS"
+	EnvHealthzAddress                  = "APP_HEALTHZ_ADDRESS"
+	EnvHealthzLivenessTimeout          = "APP_HEALTHZ_LIVENESS_TIMEOUT"
+	EnvLeaderElectionEnabled           = "APP_LEADER_ELECTION_ENABLED"
+	EnvLeaderElectionID                = "APP_LEADER_ELECTION_ID"
+	EnvLogConfigPath                   = "APP_LOG_CONFIG_PATH"
+	EnvBaseNamespace                   = "APP_KUBERNETES_BASE_NAMESPACE"
+	EnvBaseDefaultSecretName           = "APP_KUBERNETES_BASE_DEFAULT_SECRET_NAME"
+	EnvExcludedNamespaces              = "APP_KUBERNETES_EXCLUDED_NAMESPACES"
+	EnvConfigMapRequeueDuration        = "APP_KUBERNETES_CONFIG_MAP_REQUEUE_DURATION"
+	EnvSecretRequeueDuration           = "APP_KUBERNETES_SECRET_REQUEUE_DURATION"
+	EnvServiceAccountRequeueDuration   = "APP_KUBERNETES_SERVICE_ACCOUNT_REQUEUE_DURATION"
+	EnvPublisherProxyAddress           = "APP_FUNCTION_PUBLISHER_PROXY_ADDRESS"
+	EnvTraceCollectorEndpoint          = "APP_FUNCTION_TRACE_COLLECTOR_ENDPOINT"
+	EnvImageRegistryDockerConfigSecret = "APP_FUNCTION_IMAGE_REGISTRY_DEFAULT_DOCKER_CONFIG_SECRET_NAME"
+	EnvPackageRegistryConfigSecretName = "APP_FUNCTION_PACKAGE_REGISTRY_CONFIG_SECRET_NAME"
+	EnvImagePullAccountName            = "APP_FUNCTION_IMAGE_PULL_ACCOUNT_NAME"
+	EnvTargetCPUUtilizationPercentage  = "APP_FUNCTION_TARGET_CPU_UTILIZATION_PERCENTAGE"
+	EnvRequeueDuration                 = "APP_FUNCTION_REQUEUE_DURATION"
+	EnvFunctionReadyRequeueDuration    = "APP_FUNCTION_FUNCTION_READY_REQUEUE_DURATION"
+	EnvGitFetchRequeueDuration         = "APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION"
+	EnvResourceConfig                  = "APP_FUNCTION_RESOURCE_CONFIG"
+	EnvBuildExecutorArgs               = "APP_FUNCTION_BUILD_EXECUTOR_ARGS"
+	EnvBuildExecutorImage              = "APP_FUNCTION_BUILD_EXECUTOR_IMAGE"
+	EnvBuildRepoFetcherImage           = "APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE"
+	EnvBuildMaxSimultaneousJobs        = "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS"
+)
+
+// Config is the controller's whole environment configuration. Every field
+// has a default, so the controller starts with no APP_* variable at all.
+type Config struct {
+	MetricsAddress         string        // APP_METRICS_ADDRESS
+	HealthzAddress         string        // APP_HEALTHZ_ADDRESS
+	HealthzLivenessTimeout time.Duration // APP_HEALTHZ_LIVENESS_TIMEOUT: bound of each step of the liveness round-trip
+
+	LeaderElectionEnabled bool   // APP_LEADER_ELECTION_ENABLED
+	LeaderElectionID      string // APP_LEADER_ELECTION_ID: name of the Lease
+
+	LogConfigPath string // APP_LOG_CONFIG_PATH: file read by ReadLogConfig
+
+	// BaseNamespace holds the objects copied into every other namespace.
+	BaseNamespace         string // APP_KUBERNETES_BASE_NAMESPACE
+	BaseDefaultSecretName string // APP_KUBERNETES_BASE_DEFAULT_SECRET_NAME
+	// ExcludedNamespaces never get copies; see Excluded, which adds the base namespace.
+	ExcludedNamespaces []string // APP_KUBERNETES_EXCLUDED_NAMESPACES
+
+	ConfigMapRequeueDuration      time.Duration // APP_KUBERNETES_CONFIG_MAP_REQUEUE_DURATION
+	SecretRequeueDuration         time.Duration // APP_KUBERNETES_SECRET_REQUEUE_DURATION
+	ServiceAccountRequeueDuration time.Duration // APP_KUBERNETES_SERVICE_ACCOUNT_REQUEUE_DURATION
+
+	PublisherProxyAddress  string // APP_FUNCTION_PUBLISHER_PROXY_ADDRESS → PUBLISHER_PROXY_ADDRESS of Function Pods
+	TraceCollectorEndpoint string // APP_FUNCTION_TRACE_COLLECTOR_ENDPOINT → TRACE_COLLECTOR_ENDPOINT of Function Pods
+
+	// ImageRegistryDefaultDockerConfigSecretName is the registry Secret read in the Function's namespace.
+	ImageRegistryDefaultDockerConfigSecretName string // APP_FUNCTION_IMAGE_REGISTRY_DEFAULT_DOCKER_CONFIG_SECRET_NAME
+	PackageRegistryConfigSecretName            string // APP_FUNCTION_PACKAGE_REGISTRY_CONFIG_SECRET_NAME
+	ImagePullAccountName                       string // APP_FUNCTION_IMAGE_PULL_ACCOUNT_NAME: serviceAccountName of Function Pods
+
+	TargetCPUUtilizationPercentage int32 // APP_FUNCTION_TARGET_CPU_UTILIZATION_PERCENTAGE: HPA target
+
+	FunctionReadyRequeueDuration time.Duration // APP_FUNCTION_FUNCTION_READY_REQUEUE_DURATION
+	GitFetchRequeueDuration      time.Duration // APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION: failure backoff base
+
+	Resources ResourceConfig // APP_FUNCTION_RESOURCE_CONFIG
+	Build     BuildConfig
+}
+
+// BuildConfig configures build Jobs.
+type BuildConfig struct {
+	ExecutorArgs        []string // APP_FUNCTION_BUILD_EXECUTOR_ARGS (comma list)
+	ExecutorImage       string   // APP_FUNCTION_BUILD_EXECUTOR_IMAGE
+	RepoFetcherImage    string   // APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE
+	MaxSimultaneousJobs int      // APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS: cluster-wide cap on unfinished build Jobs
+}
+
+// Code defaults (contract §2.2), except where a comment says otherwise.
+const (
+	DefaultMetricsAddress                 = ":8080"
+	DefaultHealthzAddress                 = ":8090"
+	DefaultHealthzLivenessTimeout         = 10 * time.Second
+	DefaultLeaderElectionID               = "serverless-controller-leader-election-helper"
+	DefaultLogConfigPath                  = "/appconfig/log-config.yaml"
+	DefaultBaseNamespace                  = "kyma-system"
+	DefaultRegistrySecretName             = "serverless-registry-config-default"
+	DefaultRequeueDuration                = time.Minute
+	DefaultPackageRegistryConfigSecret    = "serverless-package-registry-config"
+	DefaultImagePullAccountName           = "serverless-function"
+	DefaultTargetCPUUtilizationPercentage = 50
+	DefaultFunctionReadyRequeueDuration   = 5 * time.Minute
+	DefaultGitFetchRequeueDuration        = 30 * time.Second
+	DefaultMaxSimultaneousJobs            = 5
+	// The images are the chart's (1.8.4), not the code's: the code's kaniko
+	// v1.9.2 and the 2023 build-init predate the chart the controller ships with.
+	DefaultExecutorImage    = "europe-docker.pkg.dev/kyma-project/prod/external/gcr.io/kaniko-project/executor:v1.24.0"
+	DefaultRepoFetcherImage = "europe-docker.pkg.dev/kyma-project/prod/function-build-init:1.8.4"
+)
+
+// DefaultExecutorArgs are kaniko's arguments when APP_FUNCTION_BUILD_EXECUTOR_ARGS is absent.
+func DefaultExecutorArgs() []string {
+	return []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
+		"--cache=true", "--use-new-run", "--compressed-caching=false"}
+}
+
+// Load reads the configuration through lookup (os.LookupEnv in main). A
+// variable that is absent or empty (or only blanks) takes its default, as
+// with envconfig. Every invalid value is reported, each error naming its
+// variable, so one failed start shows all mistakes.
+func Load(lookup func(string) (string, bool)) (Config, error) {
+	r := &envReader{lookup: lookup}
+	c := Config{
+		MetricsAddress:         r.str(EnvMetricsAddress, DefaultMetricsAddress),
+		HealthzAddress:         r.str(EnvHealthzAddress, DefaultHealthzAddress),
+		HealthzLivenessTimeout: r.duration(EnvHealthzLivenessTimeout, DefaultHealthzLivenessTimeout),
+		LeaderElectionEnabled:  r.boolean(EnvLeaderElectionEnabled, false),
+		LeaderElectionID:       r.name(EnvLeaderElectionID, DefaultLeaderElectionID, subdomain),
+		LogConfigPath:          r.str(EnvLogConfigPath, DefaultLogConfigPath),
+
+		BaseNamespace:                 r.name(EnvBaseNamespace, DefaultBaseNamespace, label),
+		BaseDefaultSecretName:         r.name(EnvBaseDefaultSecretName, DefaultRegistrySecretName, subdomain),
+		ExcludedNamespaces:            r.names(EnvExcludedNamespaces, []string{DefaultBaseNamespace}, label),
+		ConfigMapRequeueDuration:      r.duration(EnvConfigMapRequeueDuration, DefaultRequeueDuration),
+		SecretRequeueDuration:         r.duration(EnvSecretRequeueDuration, DefaultRequeueDuration),
+		ServiceAccountRequeueDuration: r.duration(EnvServiceAccountRequeueDuration, DefaultRequeueDuration),
+
+		PublisherProxyAddress:  r.str(EnvPublisherProxyAddress, ""),
+		TraceCollectorEndpoint: r.str(EnvTraceCollectorEndpoint, ""),
+		ImageRegistryDefaultDockerConfigSecretName: r.name(EnvImageRegistryDockerConfigSecret,
+			DefaultRegistrySecretName, subdomain),
+		PackageRegistryConfigSecretName: r.name(EnvPackageRegistryConfigSecretName, DefaultPackageRegistryConfigSecret, subdomain),
+		ImagePullAccountName:            r.name(EnvImagePullAccountName, DefaultImagePullAccountName, subdomain),
+		TargetCPUUtilizationPercentage:  r.int32(EnvTargetCPUUtilizationPercentage, DefaultTargetCPUUtilizationPercentage),
+
+		FunctionReadyRequeueDuration: r.duration(EnvFunctionReadyRequeueDuration, DefaultFunctionReadyRequeueDuration),
+		GitFetchRequeueDuration:      r.duration(EnvGitFetchRequeueDuration, DefaultGitFetchRequeueDuration),
+		Resources:                    r.resources(EnvResourceConfig),
+		Build: BuildConfig{
+			ExecutorArgs:        r.list(EnvBuildExecutorArgs, DefaultExecutorArgs()),
+			ExecutorImage:       r.str(EnvBuildExecutorImage, DefaultExecutorImage),
+			RepoFetcherImage:    r.str(EnvBuildRepoFetcherImage, DefaultRepoFetcherImage),
+			MaxSimultaneousJobs: int(r.int32(EnvBuildMaxSimultaneousJobs, DefaultMaxSimultaneousJobs)),
+		},
+	}
+	// 1.8.4 parses this knob and uses it nowhere; a bad value still stops it,
+	// so it is checked here too and then dropped (the ready requeue is
+	// FunctionReadyRequeueDuration).
+	r.duration(EnvRequeueDuration, DefaultRequeueDuration)
+	// APP_SECRET_MUTATING_WEBHOOK_PORT is not read: 1.8.4 never starts that server.
+	if err := errors.Join(r.errs...); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Excluded tells whether namespace gets no copies of the base objects: the
+// base namespace itself and the configured exclusions.
+func (c Config) Excluded(namespace string) bool {
+	return namespace == c.BaseNamespace || slices.Contains(c.ExcludedNamespaces, namespace)
+}

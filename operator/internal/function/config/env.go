@@ -1,0 +1,148 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// envReader reads variables one by one and collects the errors, so that
+// Load reports every bad variable at once.
+type envReader struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+// value is the variable's trimmed text; false when absent, empty or blank
+// (envconfig treats present-but-empty as absent; blanks are never meant).
+func (r *envReader) value(name string) (string, bool) {
+	v, ok := r.lookup(name)
+	v = strings.TrimSpace(v)
+	return v, ok && v != ""
+}
+
+func (r *envReader) fail(name, value string, err error) {
+	r.errs = append(r.errs, fmt.Errorf("%s=%q: %w", name, value, err))
+}
+
+func (r *envReader) str(name, def string) string {
+	if v, ok := r.value(name); ok {
+		return v
+	}
+	return def
+}
+
+// nameRule validates a Kubernetes object name; it returns the problems.
+type nameRule func(string) []string
+
+func label(s string) []string     { return validation.IsDNS1123Label(s) }
+func subdomain(s string) []string { return validation.IsDNS1123Subdomain(s) }
+
+// name is an object name; a name the API server would reject fails now
+// rather than at the first copy or Pod.
+func (r *envReader) name(name, def string, rule nameRule) string {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	if problems := rule(v); len(problems) > 0 {
+		r.fail(name, v, fmt.Errorf("invalid name: %s", strings.Join(problems, "; ")))
+	}
+	return v
+}
+
+// list splits on commas as envconfig does; items are trimmed and empty items
+// dropped (an empty kaniko argument or namespace name is never meant).
+func (r *envReader) list(name string, def []string) []string {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+func (r *envReader) names(name string, def []string, rule nameRule) []string {
+	out := r.list(name, def)
+	for _, n := range out {
+		if problems := rule(n); len(problems) > 0 {
+			r.fail(name, n, fmt.Errorf("invalid name: %s", strings.Join(problems, "; ")))
+		}
+	}
+	return out
+}
+
+// duration must be positive: every duration here is a timeout or a requeue
+// delay, where zero would mean a busy loop or an instant failure.
+func (r *envReader) duration(name string, def time.Duration) time.Duration {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		r.fail(name, v, err)
+		return def
+	}
+	if d <= 0 {
+		r.fail(name, v, fmt.Errorf("must be positive"))
+		return def
+	}
+	return d
+}
+
+func (r *envReader) boolean(name string, def bool) bool {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail(name, v, err)
+		return def
+	}
+	return b
+}
+
+// int32 must be at least 1: a CPU target or a build cap of 0 (or less)
+// would stop scaling or building altogether.
+func (r *envReader) int32(name string, def int32) int32 {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	i, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		r.fail(name, v, err)
+		return def
+	}
+	if i < 1 {
+		r.fail(name, v, fmt.Errorf("must be at least 1"))
+		return def
+	}
+	return int32(i)
+}
+
+// resources parses the preset document; absent means no presets (the code
+// default), so Functions without custom resources get no requests/limits.
+func (r *envReader) resources(name string) ResourceConfig {
+	v, ok := r.value(name)
+	if !ok {
+		return ResourceConfig{}
+	}
+	rc, err := ParseResourceConfig([]byte(v))
+	if err != nil {
+		// The document may be long; the error says where it is wrong.
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", name, err))
+		return ResourceConfig{}
+	}
+	return rc
+}
