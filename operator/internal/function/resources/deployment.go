@@ -1,0 +1,177 @@
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+const (
+	volumeTmpDir = "tmp-dir"
+	healthPath   = "/healthz"
+	// secretVolumeMode is 0666, as 1.8.4 mounts Secrets.
+	secretVolumeMode int32 = 0o666
+	// pythonPath is 1.8.4's PYTHONPATH, kept literally although Kubernetes
+	// cannot expand $(KUBELESS_INSTALL_VOLUME) (no such env var) and the
+	// segment reads lib.python3.12 (§11.9): changing it would roll every
+	// adopted Python Function. The runtime image sets its own path.
+	pythonPath = "$(KUBELESS_INSTALL_VOLUME)/lib.python3.12/site-packages:$(KUBELESS_INSTALL_VOLUME)"
+)
+
+// Deployment runs the Function's image (contract §3.4). Its Pod template
+// equals 1.8.4's after API defaulting, so adopted Pods are not rolled.
+func Deployment(in Inputs) *appsv1.Deployment {
+	fn := in.Function
+	replicas := int32(1)
+	if fn.Spec.Replicas != nil {
+		replicas = *fn.Spec.Replicas
+	}
+	meta := childMeta(fn, "-")
+	meta.Annotations = map[string]string{AnnotationPodAnnotationKeys: strings.Join(slices.Sorted(maps.Keys(fn.Spec.Annotations)), ",")}
+
+	annotations := make(map[string]string, len(fn.Spec.Annotations)+1)
+	maps.Copy(annotations, fn.Spec.Annotations)
+	annotations[AnnotationIstioProxyConfig] = IstioProxyConfig
+
+	volumes, secretMounts := secretVolumes(fn.Spec.SecretMounts)
+	volumes = append([]corev1.Volume{{Name: volumeTmpDir, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("100Mi"))},
+	}}}, volumes...)
+	mounts := append([]corev1.VolumeMount{{Name: volumeTmpDir, MountPath: "/tmp"}}, secretMounts...)
+
+	functionResources, _ := in.Config.Resources.Function.Resolve(fn.Spec.Runtime, functionRequirements(fn))
+
+	return &appsv1.Deployment{
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas:             ptr.To(replicas),
+			RevisionHistoryLimit: ptr.To[int32](0),
+			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(fn)},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(fn), Annotations: annotations},
+				Spec: corev1.PodSpec{
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsUser:      ptr.To[int64](10001),
+						RunAsGroup:     ptr.To[int64](10001),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					ServiceAccountName: in.Config.ImagePullAccountName,
+					Volumes:            volumes,
+					Containers: []corev1.Container{{
+						Name:            ContainerFunction,
+						Image:           PullImage(in),
+						ImagePullPolicy: corev1.PullIfNotPresent,
+						Env:             functionEnv(in),
+						Resources:       functionResources,
+						VolumeMounts:    mounts,
+						StartupProbe:    probe(0, 5, 0, 30),
+						ReadinessProbe:  probe(0, 5, 2, 1),
+						LivenessProbe:   probe(0, 5, 4, 3),
+						SecurityContext: &corev1.SecurityContext{
+							Privileged:             ptr.To(false),
+							Capabilities:           &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							ProcMount:              ptr.To(corev1.DefaultProcMount),
+							ReadOnlyRootFilesystem: ptr.To(true),
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// probe is an HTTP GET /healthz on the Function port; zero fields are left
+// to the API defaults, as 1.8.4 leaves them.
+func probe(initialDelay, period, timeout, failureThreshold int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: healthPath,
+			Port: intstr.FromInt32(FunctionPort),
+		}},
+		InitialDelaySeconds: initialDelay,
+		PeriodSeconds:       period,
+		TimeoutSeconds:      timeout,
+		FailureThreshold:    failureThreshold,
+	}
+}
+
+// functionEnv is the function container's env in 1.8.4's order: spec.env,
+// then the injected variables (contract §3.4). Order matters: a different
+// order rolls the Pods.
+func functionEnv(in Inputs) []corev1.EnvVar {
+	fn := in.Function
+	env := make([]corev1.EnvVar, 0, len(fn.Spec.Env)+11)
+	for _, e := range fn.Spec.Env {
+		e = *e.DeepCopy()
+		// The API server defaults fieldRef.apiVersion; default it here so the
+		// desired env compares equal to the stored one.
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.APIVersion == "" {
+			e.ValueFrom.FieldRef.APIVersion = "v1"
+		}
+		env = append(env, e)
+	}
+	env = append(env, corev1.EnvVar{Name: "FUNC_RUNTIME", Value: string(fn.Spec.Runtime)})
+	if isPython(fn.Spec.Runtime) {
+		env = append(env,
+			corev1.EnvVar{Name: "PYTHONPATH", Value: pythonPath},
+			corev1.EnvVar{Name: "PYTHONUNBUFFERED", Value: "TRUE"})
+	}
+	return append(env,
+		corev1.EnvVar{Name: "FUNC_NAME", Value: fn.Name},
+		corev1.EnvVar{Name: "SERVICE_NAMESPACE", Value: fn.Namespace},
+		corev1.EnvVar{Name: "TRACE_COLLECTOR_ENDPOINT", Value: in.Config.TraceCollectorEndpoint},
+		corev1.EnvVar{Name: "PUBLISHER_PROXY_ADDRESS", Value: in.Config.PublisherProxyAddress},
+		corev1.EnvVar{Name: "FUNC_HANDLER", Value: "main"},
+		corev1.EnvVar{Name: "MOD_NAME", Value: "handler"},
+		corev1.EnvVar{Name: "FUNC_PORT", Value: strconv.Itoa(FunctionPort)},
+	)
+}
+
+// secretVolumes are one volume per distinct Secret and one read-only mount
+// per secretMount. A volume is named after its Secret, as 1.8.4 does (so
+// adopted Pods keep their template), unless that name is not a valid volume
+// name or is taken: then it gets a derived name (§11.11: 1.8.4 produced an
+// invalid Deployment for Secret names with dots, longer than 63 characters,
+// or named tmp-dir).
+func secretVolumes(secretMounts []v1alpha2.SecretMount) ([]corev1.Volume, []corev1.VolumeMount) {
+	volumes := make([]corev1.Volume, 0, len(secretMounts))
+	mounts := make([]corev1.VolumeMount, 0, len(secretMounts))
+	bySecret := make(map[string]string, len(secretMounts))
+	used := map[string]bool{volumeTmpDir: true}
+	for _, sm := range secretMounts {
+		name, ok := bySecret[sm.SecretName]
+		if !ok {
+			name = secretVolumeName(sm.SecretName, used)
+			bySecret[sm.SecretName] = name
+			used[name] = true
+			volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName:  sm.SecretName,
+				DefaultMode: ptr.To(secretVolumeMode),
+				Optional:    ptr.To(false),
+			}}})
+		}
+		mounts = append(mounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: sm.MountPath})
+	}
+	return volumes, mounts
+}
+
+func secretVolumeName(secret string, used map[string]bool) string {
+	if len(validation.IsDNS1123Label(secret)) == 0 && !used[secret] {
+		return secret
+	}
+	sum := sha256.Sum256([]byte(secret))
+	return "secret-" + hex.EncodeToString(sum[:])[:16]
+}

@@ -1,0 +1,52 @@
+// Package resources builds, without any client, every object the Function
+// controller derives from a Function: source ConfigMap, build Job,
+// Deployment, Service and HorizontalPodAutoscaler, the image reference and
+// the comparisons that decide whether a live object needs an update.
+//
+// The objects reproduce what the published 1.8.4 controller creates
+// (docs: function-reconcile-contract §2.4, §3) closely enough that Functions
+// it built are adopted without a rebuild (same image tag) and without a
+// rollout (same Pod template after API defaulting). Where this package
+// deviates from 1.8.4 a comment names the contract's bug number (§11.x).
+package resources
+
+import "time"
+
+// Fixed values of the children (contract §3).
+const (
+	// ContainerFunction and ContainerExecutor name the containers; 1.8.4's names.
+	ContainerFunction    = "function"
+	ContainerExecutor    = "executor"
+	ContainerRepoFetcher = "repo-fetcher"
+
+	// FunctionPort is where the runtime listens; ServicePort is what the Service exposes.
+	FunctionPort = 8080
+	ServicePort  = 80
+
+	// JobTTL removes finished build Jobs; the build result is remembered in the
+	// Function status (status.builtImage), not by keeping the Job (§11.4).
+	JobTTL = 24 * time.Hour
+	// JobDeadline fails a build that cannot finish, e.g. a Pod stuck Pending,
+	// so it frees its build slot (§11.13).
+	JobDeadline = 30 * time.Minute
+
+	// AnnotationPodAnnotationKeys, on the Deployment's metadata, lists (sorted,
+	// comma separated) the spec.annotations keys this controller put on the Pod
+	// template, so that a key removed from spec.annotations is removed from the
+	// template while annotations set by others are kept (§11.10). Absent on
+	// Deployments created by 1.8.4: then no key is known to be ours.
+	AnnotationPodAnnotationKeys = "serverless.kyma-project.io/function-annotations"
+
+	// LabelAppName is set on Pod templates to the Function name.
+	LabelAppName = "app.kubernetes.io/name"
+
+	// AnnotationIstioProxyConfig is set on every Function Pod template, value
+	// byte-for-byte as 1.8.4 writes it (a different spelling would roll Pods).
+	AnnotationIstioProxyConfig = "proxy.istio.io/config"
+	IstioProxyConfig           = `{ "holdApplicationUntilProxyStarts": true }`
+	// AnnotationIstioNativeSidecar is dropped from the template unless
+	// spec.annotations sets it (1.8.4).
+	AnnotationIstioNativeSidecar = "sidecar.istio.io/nativeSidecar"
+	// AnnotationIstioInject "false" keeps the mesh out of build Pods.
+	AnnotationIstioInject = "sidecar.istio.io/inject"
+)

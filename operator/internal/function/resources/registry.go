@@ -1,0 +1,78 @@
+package resources
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Keys of the registry Secret the controller reads (controller contract §3.3).
+const (
+	RegistryKeyIsInternal       = "isInternal"
+	RegistryKeyPushAddress      = "pushRegAddr"
+	RegistryKeyPullAddress      = "pullRegAddr"
+	RegistryKeyAddress          = "registryAddress"
+	RegistryKeyDockerConfigJSON = corev1.DockerConfigJsonKey
+)
+
+// Registry is where images are pushed (kaniko --destination) and pulled from
+// (Deployment image).
+type Registry struct {
+	PushAddress string
+	PullAddress string
+	Internal    bool
+}
+
+// RegistryFromSecret reads the registry addresses from the registry Secret
+// (the copy in the Function's namespace). isInternal exactly "true" selects
+// pushRegAddr/pullRegAddr, anything else registryAddress for both, as 1.8.4.
+// A missing or empty address is an error naming the key: an image reference
+// without a registry would be pushed elsewhere.
+func RegistryFromSecret(s *corev1.Secret) (Registry, error) {
+	if s == nil {
+		return Registry{}, fmt.Errorf("registry secret is missing")
+	}
+	get := func(key string) (string, error) {
+		v := string(s.Data[key])
+		if v == "" {
+			return "", fmt.Errorf("registry secret %s/%s: key %q is missing or empty", s.Namespace, s.Name, key)
+		}
+		return v, nil
+	}
+	if string(s.Data[RegistryKeyIsInternal]) == "true" {
+		push, err := get(RegistryKeyPushAddress)
+		if err != nil {
+			return Registry{}, err
+		}
+		pull, err := get(RegistryKeyPullAddress)
+		if err != nil {
+			return Registry{}, err
+		}
+		return Registry{PushAddress: push, PullAddress: pull, Internal: true}, nil
+	}
+	addr, err := get(RegistryKeyAddress)
+	if err != nil {
+		return Registry{}, err
+	}
+	return Registry{PushAddress: addr, PullAddress: addr}, nil
+}
+
+// baseImageMarker starts the runtime base image declaration in a Dockerfile.
+const baseImageMarker = "base_image="
+
+// BaseImage is the runtime base image declared in a runtime Dockerfile: the
+// text after the first "base_image=" up to the end of that line, kept
+// verbatim (trailing blanks or a CR included) because it is an input of the
+// image tag and 1.8.4 used it so.
+func BaseImage(dockerfile string) (string, error) {
+	_, rest, found := strings.Cut(dockerfile, baseImageMarker)
+	if !found {
+		return "", fmt.Errorf("dockerfile declares no %q", baseImageMarker)
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	if line == "" {
+		return "", fmt.Errorf("dockerfile declares an empty %q", baseImageMarker)
+	}
+	return line, nil
+}
