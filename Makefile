@@ -17,11 +17,12 @@ tools: ## build the control plane and tool binaries into bin/ (no-op when presen
 build: ## the manager binary, built as in the image (static, no symbols): tests and bench measure what ships
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/manager ./operator/cmd/manager
 
-manifests: tools ## regenerate CRDs and RBAC from controller-gen markers
+manifests: tools ## regenerate CRDs and each binary's ClusterRole from controller-gen markers
 	$(ASSETS)/controller-gen object paths=./operator/api/...
 	$(ASSETS)/controller-gen crd paths=./operator/api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(ASSETS)/controller-gen crd paths=./operator/api/function/... output:crd:artifacts:config=charts/serverless/crds
 	$(ASSETS)/controller-gen rbac:roleName=serverless-manager paths="./operator/cmd/manager/...;./operator/internal/manager/..." output:rbac:artifacts:config=config/rbac
+	$(ASSETS)/controller-gen rbac:roleName=serverless paths="./operator/cmd/function-controller/...;./operator/internal/function/..." output:rbac:artifacts:config=charts/serverless/files/function-controller-rbac
 
 test: tools test-unit test-e2e ## all three layers: unit, envtest integration, e2e
 

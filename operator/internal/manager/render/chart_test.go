@@ -119,7 +119,7 @@ func TestGoldenRenders(t *testing.T) {
 				require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
 			}
 			want, err := os.ReadFile(path)
-			require.NoError(t, err, "run `go test ./operator/internal/render -update` to create it")
+			require.NoError(t, err, "run `go test ./operator/internal/manager/render -update` to create it")
 			assert.Equal(t, string(want), buf.String())
 		})
 	}
