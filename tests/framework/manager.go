@@ -14,12 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // The manager runs in this namespace under this ServiceAccount; the audit
 // policy of hack/cluster.sh records exactly its requests.
 const (
-	ManagerNamespace      = "kyma-system"
+	ManagerNamespace      = module.DefaultNamespace
 	ManagerServiceAccount = "serverless-manager"
 )
 
@@ -61,14 +62,26 @@ func (c *Cluster) Apply(ctx context.Context, namespace string, objs ...*unstruct
 	return nil
 }
 
+// StartBinary runs bin/<id.Binary> under id's own ServiceAccount in
+// ManagerNamespace (so the RBAC the module gives that identity is all it
+// gets), logging to <name>.log. env is added to the test's environment.
+func (c *Cluster) StartBinary(ctx context.Context, id module.Identity, name string, env []string, args ...string) (*Process, error) {
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ManagerNamespace, id.ServiceAccount)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of %s's ServiceAccount: %w", id.Name, err)
+	}
+	return StartProcess(ProcessSpec{
+		Name: name,
+		Path: filepath.Join(c.root, "bin", id.Binary),
+		Args: args,
+		Env:  append([]string{"KUBECONFIG=" + kubeconfig}, env...),
+	})
+}
+
 // StartManager runs bin/manager as the manager's ServiceAccount (so its RBAC
 // from config/rbac is what it gets), serving ManagerNamespace. extraArgs and
 // env are added to the defaults.
 func (c *Cluster) StartManager(ctx context.Context, name string, env []string, extraArgs ...string) (*Process, error) {
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, ManagerNamespace, ManagerServiceAccount)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig of the manager's ServiceAccount: %w", err)
-	}
 	args := append([]string{
 		"--namespace=" + ManagerNamespace,
 		"--metrics-bind-address=0",
@@ -76,12 +89,7 @@ func (c *Cluster) StartManager(ctx context.Context, name string, env []string, e
 		"--leader-elect=false",
 		"--log-format=console",
 	}, extraArgs...)
-	return StartProcess(ProcessSpec{
-		Name: name,
-		Path: filepath.Join(c.root, "bin", "manager"),
-		Args: args,
-		Env:  append([]string{"KUBECONFIG=" + kubeconfig}, env...),
-	})
+	return c.StartBinary(ctx, module.Manager(), name, env, args...)
 }
 
 // LogHas tells whether the log of the current run contains s (the log file

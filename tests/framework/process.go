@@ -25,6 +25,8 @@ type ProcessSpec struct {
 	Args []string
 	// Env is added to the test's environment.
 	Env []string
+	// OnlyEnv makes Env the whole environment, as a container gets it.
+	OnlyEnv bool
 	// Dir is the working directory (default: the test's).
 	Dir string
 	// LogDir defaults to tests/.artifacts/logs in the repository.
@@ -80,6 +82,9 @@ func (p *Process) startLocked() error {
 	cmd := exec.Command(p.spec.Path, p.spec.Args...)
 	cmd.Dir = p.spec.Dir
 	cmd.Env = append(os.Environ(), p.spec.Env...)
+	if p.spec.OnlyEnv {
+		cmd.Env = append([]string{}, p.spec.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr()
 	p.starts++

@@ -1,0 +1,126 @@
+// Command podrun runs a container of a Deployment on this machine with the
+// configuration its Pod would get (see tests/framework/podrun): the local
+// cluster only simulates Pods, so `make run` starts the Function controller
+// this way. It stays in the foreground, keeps the ConfigMap volumes in sync,
+// passes SIGINT/SIGTERM on and exits with the process's exit code.
+//
+//	go run ./hack/podrun [-namespace kyma-system] [-deployment serverless-ctrl-mngr]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/framework"
+	"github.com/kyma-project/serverless-manager/tests/framework/podrun"
+)
+
+func main() {
+	if err := run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, "podrun:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	root, err := repo.Root()
+	if err != nil {
+		return err
+	}
+	namespace := flag.String("namespace", module.DefaultNamespace, "namespace of the Deployment")
+	deployment := flag.String("deployment", framework.FunctionControllerDeployment, "the Deployment whose container to run")
+	container := flag.String("container", "", "the container (default: the first)")
+	dir := flag.String("dir", "", "where the volumes go (default: .cluster/podrun/<deployment>)")
+	flag.Parse()
+	if *dir == "" {
+		*dir = filepath.Join(root, ".cluster", "podrun", *deployment)
+	}
+	admin := os.Getenv("KUBECONFIG")
+	if admin == "" {
+		admin = filepath.Join(root, ".cluster", "kubeconfig")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", admin, err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := os.RemoveAll(*dir); err != nil {
+		return err
+	}
+	plan, err := podrun.Prepare(ctx, c, podrun.Spec{
+		Namespace: *namespace, Deployment: *deployment, Container: *container, BinDir: filepath.Join(root, "bin"), Dir: *dir,
+	})
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster.sh"), "kubeconfig-sa", plan.Namespace, plan.ServiceAccount).Output()
+	if err != nil {
+		return fmt.Errorf("kubeconfig of ServiceAccount %s/%s: %w", plan.Namespace, plan.ServiceAccount, err)
+	}
+	for name, addr := range plan.Addresses {
+		fmt.Fprintf(os.Stderr, "podrun: port %s of %s listens on %s\n", name, *deployment, addr)
+	}
+	fmt.Fprintf(os.Stderr, "podrun: %s as ServiceAccount %s/%s, volumes under %s\n", plan.Path, plan.Namespace, plan.ServiceAccount, *dir)
+
+	// A Pod gets only its container's environment.
+	cmd := exec.Command(plan.Path, plan.Args...)
+	cmd.Env = append(append([]string{}, plan.Env...), "KUBECONFIG="+strings.TrimSpace(string(out)))
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	syncCtx, stopSync := context.WithCancel(context.Background())
+	defer stopSync()
+	go plan.Keep(syncCtx, c, time.Second, func(err error) { fmt.Fprintln(os.Stderr, "podrun: volume sync:", err) })
+
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			return ignoreSignalled(err)
+		case <-time.After(10 * time.Second): // the Pod's terminationGracePeriodSeconds
+			_ = cmd.Process.Kill()
+			return <-done
+		}
+	}
+}
+
+// ignoreSignalled treats an exit caused by our own SIGTERM as success.
+func ignoreSignalled(err error) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return nil
+		}
+	}
+	return err
+}

@@ -1,0 +1,279 @@
+// Package podrun runs a container of a Deployment as a process on this
+// machine, with the configuration its Pod would get: the container's
+// command, arguments and environment, its ConfigMap, Secret and emptyDir
+// volumes materialised under a local directory (and kept in sync with the
+// cluster while the process runs, as kubelet does), and listen addresses
+// moved to free loopback ports. On the local cluster Pods are simulated, so
+// this is how the module's controllers really run there; e2e tests
+// (tests/framework) and `make run` (hack/podrun) share it.
+//
+// The ServiceAccount is reported, not applied: the caller gives the process
+// a kubeconfig of that ServiceAccount.
+package podrun
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Spec names the container to run.
+type Spec struct {
+	Namespace, Deployment string
+	// Container is the container's name; empty means the first one.
+	Container string
+	// BinDir holds the binaries; the command's file name is looked up there
+	// (an image entrypoint /function-controller runs BinDir/function-controller).
+	BinDir string
+	// Dir is where volumes are materialised, one directory per mount path
+	// (/appconfig → Dir/appconfig).
+	Dir string
+	// FreePort returns a free loopback port; nil picks one from the kernel.
+	FreePort func() (int, error)
+}
+
+// Plan is how the container runs here.
+type Plan struct {
+	// Path of the binary and its arguments.
+	Path string
+	Args []string
+	// Env is NAME=value, the container's variables with mount paths and
+	// listen addresses rewritten, in the container's order.
+	Env []string
+	// Namespace and ServiceAccount the Pod would run as.
+	Namespace, ServiceAccount string
+	// Addresses maps a container port's name to the loopback address the
+	// process listens on instead (only ports an env variable sets).
+	Addresses map[string]string
+
+	volumes []volume
+}
+
+// volume is one materialised ConfigMap or Secret volume.
+type volume struct {
+	dir      string
+	kind     string // ConfigMap or Secret
+	name     string
+	items    []corev1.KeyToPath
+	optional bool
+}
+
+// listenAddress is a bind address on every interface: ":8080", "0.0.0.0:8080", "[::]:8080".
+var listenAddress = regexp.MustCompile(`^(|0\.0\.0\.0|\[::\]):([0-9]+)$`)
+
+// Prepare reads the Deployment, materialises its volumes under spec.Dir and
+// returns the plan to run its container.
+func Prepare(ctx context.Context, c client.Reader, spec Spec) (*Plan, error) {
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: spec.Namespace, Name: spec.Deployment}, d); err != nil {
+		return nil, fmt.Errorf("reading Deployment %s/%s: %w", spec.Namespace, spec.Deployment, err)
+	}
+	pod := d.Spec.Template.Spec
+	ctr, err := container(pod, spec.Container)
+	if err != nil {
+		return nil, fmt.Errorf("Deployment %s/%s: %w", spec.Namespace, spec.Deployment, err)
+	}
+	if len(ctr.Command) == 0 {
+		return nil, fmt.Errorf("Deployment %s/%s container %s: no command, the image's entrypoint is unknown here", spec.Namespace, spec.Deployment, ctr.Name)
+	}
+	p := &Plan{
+		Path:           filepath.Join(spec.BinDir, filepath.Base(ctr.Command[0])),
+		Args:           append(append([]string{}, ctr.Command[1:]...), ctr.Args...),
+		Namespace:      spec.Namespace,
+		ServiceAccount: pod.ServiceAccountName,
+		Addresses:      map[string]string{},
+	}
+	if p.ServiceAccount == "" {
+		p.ServiceAccount = "default"
+	}
+	mounts, err := p.mountVolumes(pod, ctr, spec.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Sync(ctx, c); err != nil {
+		return nil, err
+	}
+	freePort := spec.FreePort
+	if freePort == nil {
+		freePort = FreeLoopbackPort
+	}
+	ports := map[int32]string{}
+	for _, port := range ctr.Ports {
+		ports[port.ContainerPort] = port.Name
+	}
+	for _, e := range ctr.Env {
+		value, err := envValue(ctx, c, d, e)
+		if err != nil {
+			return nil, err
+		}
+		value = rewritePath(value, mounts)
+		if m := listenAddress.FindStringSubmatch(value); m != nil {
+			n, _ := strconv.Atoi(m[2])
+			if name, ok := ports[int32(n)]; ok {
+				free, err := freePort()
+				if err != nil {
+					return nil, fmt.Errorf("a free port for %s: %w", e.Name, err)
+				}
+				value = net.JoinHostPort("127.0.0.1", strconv.Itoa(free))
+				if name == "" {
+					name = m[2]
+				}
+				p.Addresses[name] = value
+			}
+		}
+		p.Env = append(p.Env, e.Name+"="+value)
+	}
+	return p, nil
+}
+
+func container(pod corev1.PodSpec, name string) (corev1.Container, error) {
+	for _, c := range pod.Containers {
+		if name == "" || c.Name == name {
+			return c, nil
+		}
+	}
+	return corev1.Container{}, fmt.Errorf("no container %q", name)
+}
+
+// mountVolumes creates a directory per volume mount and records the
+// ConfigMaps and Secrets to write there; it returns mount path → local dir.
+func (p *Plan) mountVolumes(pod corev1.PodSpec, ctr corev1.Container, dir string) (map[string]string, error) {
+	byName := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		byName[v.Name] = v
+	}
+	mounts := map[string]string{}
+	for _, m := range ctr.VolumeMounts {
+		v, ok := byName[m.Name]
+		if !ok {
+			return nil, fmt.Errorf("volume mount %s: no such volume", m.Name)
+		}
+		if m.SubPath != "" {
+			return nil, fmt.Errorf("volume mount %s: subPath is not supported here", m.Name)
+		}
+		local := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(m.MountPath, "/")))
+		if err := os.MkdirAll(local, 0o755); err != nil {
+			return nil, err
+		}
+		mounts[m.MountPath] = local
+		switch {
+		case v.ConfigMap != nil:
+			p.volumes = append(p.volumes, volume{dir: local, kind: "ConfigMap", name: v.ConfigMap.Name, items: v.ConfigMap.Items,
+				optional: v.ConfigMap.Optional != nil && *v.ConfigMap.Optional})
+		case v.Secret != nil:
+			p.volumes = append(p.volumes, volume{dir: local, kind: "Secret", name: v.Secret.SecretName, items: v.Secret.Items,
+				optional: v.Secret.Optional != nil && *v.Secret.Optional})
+		case v.EmptyDir != nil:
+			// the directory is all it needs
+		default:
+			return nil, fmt.Errorf("volume %s: only ConfigMap, Secret and emptyDir volumes can be materialised here", v.Name)
+		}
+	}
+	return mounts, nil
+}
+
+// rewritePath maps a value that is a path inside a mount to the local directory.
+func rewritePath(value string, mounts map[string]string) string {
+	paths := make([]string, 0, len(mounts))
+	for m := range mounts {
+		paths = append(paths, m)
+	}
+	// the longest mount path that contains the value wins, as in a container
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	for _, m := range paths {
+		if value == m {
+			return mounts[m]
+		}
+		if rest, ok := strings.CutPrefix(value, strings.TrimSuffix(m, "/")+"/"); ok {
+			return filepath.Join(mounts[m], filepath.FromSlash(rest))
+		}
+	}
+	return value
+}
+
+func envValue(ctx context.Context, c client.Reader, d *appsv1.Deployment, e corev1.EnvVar) (string, error) {
+	from := e.ValueFrom
+	if from == nil {
+		return e.Value, nil
+	}
+	switch {
+	case from.FieldRef != nil:
+		switch from.FieldRef.FieldPath {
+		case "metadata.namespace":
+			return d.Namespace, nil
+		case "metadata.name":
+			return d.Name + "-local", nil
+		case "spec.serviceAccountName":
+			return d.Spec.Template.Spec.ServiceAccountName, nil
+		}
+		return "", fmt.Errorf("env %s: field %s is not known here", e.Name, from.FieldRef.FieldPath)
+	case from.ConfigMapKeyRef != nil:
+		ref := from.ConfigMapKeyRef
+		data, _, err := readData(ctx, c, "ConfigMap", d.Namespace, ref.Name, ref.Optional != nil && *ref.Optional)
+		if err != nil {
+			return "", fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		return string(data[ref.Key]), nil
+	case from.SecretKeyRef != nil:
+		ref := from.SecretKeyRef
+		data, _, err := readData(ctx, c, "Secret", d.Namespace, ref.Name, ref.Optional != nil && *ref.Optional)
+		if err != nil {
+			return "", fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		return string(data[ref.Key]), nil
+	}
+	return "", fmt.Errorf("env %s: this kind of valueFrom is not supported here", e.Name)
+}
+
+// readData returns the data of a ConfigMap or Secret; found is false for a
+// missing optional one.
+func readData(ctx context.Context, c client.Reader, kind, namespace, name string, optional bool) (map[string][]byte, bool, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	out := map[string][]byte{}
+	var err error
+	switch kind {
+	case "ConfigMap":
+		cm := &corev1.ConfigMap{}
+		if err = c.Get(ctx, key, cm); err == nil {
+			for k, v := range cm.Data {
+				out[k] = []byte(v)
+			}
+			for k, v := range cm.BinaryData {
+				out[k] = v
+			}
+		}
+	case "Secret":
+		s := &corev1.Secret{}
+		if err = c.Get(ctx, key, s); err == nil {
+			out = s.Data
+		}
+	}
+	if err != nil {
+		if optional && client.IgnoreNotFound(err) == nil {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("reading %s %s: %w", kind, key, err)
+	}
+	return out, true, nil
+}
+
+// FreeLoopbackPort asks the kernel for a free port on 127.0.0.1.
+func FreeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
