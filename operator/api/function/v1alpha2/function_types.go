@@ -220,6 +220,14 @@ type FunctionStatus struct {
 	// Deprecated: read spec.runtimeImageOverride.
 	// +optional
 	RuntimeImageOverride string `json:"runtimeImageOverride,omitempty"`
+	// BuiltImage is the pull reference of the last image built and pushed.
+	// It remembers a finished build after its Job is gone: a Function whose
+	// inputs give this image again is not rebuilt.
+	// +optional
+	BuiltImage string `json:"builtImage,omitempty"`
+	// ObservedGeneration is the metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // Condition of a Function.

@@ -71,4 +71,15 @@ const (
 	ReasonServiceFailed           = "ServiceFailed"
 	ReasonHPACreated              = "HorizontalPodAutoscalerCreated"
 	ReasonHPAUpdated              = "HorizontalPodAutoscalerUpdated"
+
+	// Added by this controller.
+	// ReasonPrerequisitesMissing (ConfigurationReady False): a per-namespace
+	// copy the Function needs (registry Secret, Dockerfile ConfigMap, Function
+	// ServiceAccount) is missing or unusable; the message names it.
+	ReasonPrerequisitesMissing = "PrerequisitesMissing"
+	// ReasonFunctionConfigured (ConfigurationReady True): the source
+	// ConfigMap was already up to date (1.8.4 wrote True InvalidFunctionSpec).
+	ReasonFunctionConfigured = "FunctionConfigured"
+	// ReasonJobWaiting (BuildReady Unknown): all build slots are taken.
+	ReasonJobWaiting = "JobWaiting"
 )

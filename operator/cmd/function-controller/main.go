@@ -1,0 +1,140 @@
+// Command function-controller builds and runs Functions
+// (serverless.kyma-project.io/v1alpha2): source ConfigMap → build Job →
+// Deployment, Service and HPA, plus the per-namespace copies of the
+// registry Secret, the runtime Dockerfiles and the Function ServiceAccount.
+// It is configured exactly like the published 1.8.4 controller: APP_*
+// environment variables and the log configuration file.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/logging"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+// Leader election uses a Lease in the base namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kyma-system
+
+func main() {
+	flags := flag.NewFlagSet(module.FunctionController().Binary, flag.ExitOnError)
+	flags.Usage = func() { usage(flags) }
+	// No flags: the configuration is the environment (as 1.8.4); --help
+	// still prints it and exits 0.
+	_ = flags.Parse(os.Args[1:])
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, module.FunctionController().Binary+":", err)
+		os.Exit(1)
+	}
+}
+
+func usage(flags *flag.FlagSet) {
+	out := flags.Output()
+	fmt.Fprintf(out, "Usage: %s\n\n", flags.Name())
+	fmt.Fprintln(out, "Builds and runs Functions (serverless.kyma-project.io/v1alpha2). Configured by environment")
+	fmt.Fprintln(out, "variables (empty = default) and the log configuration file (logLevel, logFormat json|text;")
+	fmt.Fprintln(out, "the level is re-read when the file changes). Kubernetes access: KUBECONFIG or in-cluster.")
+	fmt.Fprintln(out, "\nEnvironment:")
+	names := envNames()
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintln(out, "  "+n)
+	}
+}
+
+func envNames() []string {
+	return []string{
+		config.EnvMetricsAddress, config.EnvHealthzAddress, config.EnvHealthzLivenessTimeout,
+		config.EnvLeaderElectionEnabled, config.EnvLeaderElectionID, config.EnvLogConfigPath,
+		config.EnvBaseNamespace, config.EnvBaseDefaultSecretName, config.EnvExcludedNamespaces,
+		config.EnvConfigMapRequeueDuration, config.EnvSecretRequeueDuration, config.EnvServiceAccountRequeueDuration,
+		config.EnvPublisherProxyAddress, config.EnvTraceCollectorEndpoint, config.EnvImageRegistryDockerConfigSecret,
+		config.EnvPackageRegistryConfigSecretName, config.EnvImagePullAccountName, config.EnvTargetCPUUtilizationPercentage,
+		config.EnvRequeueDuration, config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration,
+		config.EnvResourceConfig, config.EnvBuildExecutorArgs, config.EnvBuildExecutorImage,
+		config.EnvBuildRepoFetcherImage, config.EnvBuildMaxSimultaneousJobs,
+	}
+}
+
+func run() error {
+	cfg, err := config.Load(os.LookupEnv)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	logCfg, err := config.ReadLogConfig(cfg.LogConfigPath)
+	if err != nil {
+		return err
+	}
+	logger, level, err := logging.New(logCfg.Level, logCfg.ZapFormat())
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logger)
+	ctx := ctrl.SetupSignalHandler()
+	if err := logging.Watch(ctx, cfg.LogConfigPath, level, logger); err != nil {
+		return fmt.Errorf("watching %s: %w", cfg.LogConfigPath, err)
+	}
+
+	id := module.FunctionController()
+	restCfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	restCfg.QPS, restCfg.Burst = 50, 100
+	restCfg.UserAgent = id.Name
+
+	scheme, err := app.NewScheme()
+	if err != nil {
+		return err
+	}
+	cacheOpts, err := app.CacheOptions(&cfg)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restCfg, manager.Options{
+		Scheme:                  scheme,
+		Cache:                   cacheOpts,
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddress},
+		HealthProbeBindAddress:  cfg.HealthzAddress,
+		LeaderElection:          cfg.LeaderElectionEnabled,
+		LeaderElectionID:        cfg.LeaderElectionID,
+		LeaderElectionNamespace: cfg.BaseNamespace,
+		// A replica that stops hands over at once instead of after the lease expires.
+		LeaderElectionReleaseOnCancel: true,
+		Client: client.Options{
+			Cache:      &client.CacheOptions{Unstructured: false},
+			FieldOwner: id.Name,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	inflight, err := app.Setup(mgr, app.Options{Config: cfg, Metrics: crmetrics.Registry})
+	if err != nil {
+		return err
+	}
+	// Liveness fails while a reconcile hangs; readiness is a ping. Both are
+	// served with and without the trailing slash (the chart probes /healthz/).
+	if err := mgr.AddHealthzCheck("reconciles", inflight.Check(cfg.HealthzLivenessTimeout)); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	logger.Info("starting", "baseNamespace", cfg.BaseNamespace, "leaderElection", cfg.LeaderElectionEnabled,
+		"maxSimultaneousBuilds", cfg.Build.MaxSimultaneousJobs, "excluded", strings.Join(cfg.ExcludedNamespaces, ","))
+	return mgr.Start(ctx)
+}

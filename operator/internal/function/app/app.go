@@ -1,0 +1,110 @@
+// Package app wires the Function controller into a controller-runtime
+// manager: its scheme, a cache that holds only what the controller needs,
+// the Function reconciler and the per-namespace copies.
+package app
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/copies"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/reconciler"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+// DefaultWorkers is how many Functions are reconciled at once. The build
+// cap does not depend on it (BuildSlots locks).
+const DefaultWorkers = 4
+
+// NewScheme has the built-in kinds and Functions.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha2.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// CacheOptions keep memory independent of the cluster's size: Functions
+// are cached whole; the kinds a Function owns only when labelled
+// managed-by=function-controller; ConfigMaps, Secrets and ServiceAccounts
+// likewise (the per-namespace copies carry that label), except in the base
+// namespace, where the base objects (label serverless.kyma-project.io/config)
+// are cached — and there all ConfigMaps, because a Function in the base
+// namespace has its source ConfigMap there, and one selector cannot match
+// both. Namespaces are read as metadata (copies).
+func CacheOptions(cfg *config.Config) (cache.Options, error) {
+	managed := labels.SelectorFromSet(labels.Set{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController})
+	req, err := labels.NewRequirement(v1alpha2.LabelConfig, selection.Exists, nil)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	bases := labels.NewSelector().Add(*req)
+	perNamespace := func(base labels.Selector) cache.ByObject {
+		return cache.ByObject{Namespaces: map[string]cache.Config{
+			cfg.BaseNamespace:   {LabelSelector: base},
+			cache.AllNamespaces: {LabelSelector: managed},
+		}}
+	}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}:                           {Label: managed},
+			&appsv1.Deployment{}:                     {Label: managed},
+			&corev1.Service{}:                        {Label: managed},
+			&autoscalingv1.HorizontalPodAutoscaler{}: {Label: managed},
+			&corev1.ConfigMap{}:                      perNamespace(labels.Everything()),
+			&corev1.Secret{}:                         perNamespace(bases),
+			&corev1.ServiceAccount{}:                 perNamespace(bases),
+		},
+	}, nil
+}
+
+// Options of the wiring.
+type Options struct {
+	Config config.Config
+	// Workers is the number of concurrent Function reconciles (DefaultWorkers if 0).
+	Workers int
+	// Metrics is where the build metrics are registered.
+	Metrics prometheus.Registerer
+}
+
+// Setup adds the Function reconciler and the copies reconciler to mgr. The
+// returned tracker backs the liveness check.
+func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
+	if opts.Workers == 0 {
+		opts.Workers = DefaultWorkers
+	}
+	metrics, err := reconciler.NewMetrics(opts.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	slots := reconciler.NewBuildSlots(mgr.GetCache(), opts.Config.Build.MaxSimultaneousJobs, metrics)
+	r := reconciler.New(mgr.GetClient(), mgr.GetEventRecorder(module.FunctionController().Name), metrics, slots,
+		reconciler.Options{Config: opts.Config})
+	inflight := reconciler.NewInFlight()
+	if err := r.SetupWithManager(mgr, opts.Workers, inflight); err != nil {
+		return nil, fmt.Errorf("setting up the Function controller: %w", err)
+	}
+	cfg := opts.Config
+	if err := copies.New(mgr.GetClient(), mgr.GetAPIReader(), &cfg).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the copies controller: %w", err)
+	}
+	return inflight, nil
+}

@@ -1,0 +1,40 @@
+package reconciler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+// condition returns the condition of type t in st, or nil.
+func condition(st *v1alpha2.FunctionStatus, t string) *v1alpha2.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// setCondition sets a condition in st. lastTransitionTime moves only when
+// the status changes (1.8.4 moved it on every write, bug §11.1); a new type
+// is appended, so the order of existing conditions never changes.
+func setCondition(st *v1alpha2.FunctionStatus, t string, status corev1.ConditionStatus, reason, message string, now metav1.Time) {
+	if c := condition(st, t); c != nil {
+		if c.Status != status {
+			c.LastTransitionTime = now
+		}
+		c.Status, c.Reason, c.Message = status, reason, message
+		return
+	}
+	st.Conditions = append(st.Conditions, v1alpha2.Condition{
+		Type: t, Status: status, Reason: reason, Message: message, LastTransitionTime: now,
+	})
+}
+
+// isTrue reports whether condition t is True.
+func isTrue(st *v1alpha2.FunctionStatus, t string) bool {
+	c := condition(st, t)
+	return c != nil && c.Status == corev1.ConditionTrue
+}

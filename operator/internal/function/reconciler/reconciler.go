@@ -1,0 +1,146 @@
+// Package reconciler builds and runs Functions: one pass validates the
+// Function, checks the per-namespace prerequisites, keeps its source
+// ConfigMap, builds its image with a Job (at most
+// APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS at once cluster-wide), and keeps
+// its Deployment, Service and HPA, then writes the status once if it changed.
+//
+// Everything is read from the cache; progress of Jobs and Deployments
+// arrives by watch, so a pass never polls. Each step is one file.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+)
+
+// The controller's permissions: exactly what the steps below do.
+// +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// EventRecorder emits events about a Function (events.k8s.io recorder).
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Options of a Reconciler.
+type Options struct {
+	// Config is the controller's configuration.
+	Config config.Config
+	// CacheWait bounds how long a write waits for the cache to show it, so
+	// the next pass never decides on an older picture (default 5 s).
+	CacheWait time.Duration
+	// Now returns the current time (tests fix it).
+	Now func() time.Time
+}
+
+// Reconciler reconciles Functions.
+type Reconciler struct {
+	client  client.Client // reads from the cache, writes to the API server
+	events  EventRecorder
+	metrics *Metrics
+	slots   *BuildSlots
+	retries *retries
+	cfg     config.Config
+	wait    time.Duration
+	now     func() time.Time
+}
+
+// New returns a Reconciler. c must read from the manager's cache.
+func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSlots, opts Options) *Reconciler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CacheWait == 0 {
+		opts.CacheWait = 5 * time.Second
+	}
+	return &Reconciler{
+		client: c, events: events, metrics: metrics, slots: slots, retries: newRetries(),
+		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now,
+	}
+}
+
+// step is one named part of a pass. A step that ends the pass sets p.stop.
+type step struct {
+	name string
+	run  func(ctx context.Context, p *pass) error
+}
+
+func (r *Reconciler) steps() []step {
+	return []step{
+		{"validate", r.validate},
+		{"prerequisites", r.prerequisites},
+		{"observe", r.observe},
+		{"source", r.source},
+		{"build", r.build},
+		{"deployment", r.deployment},
+		{"service", r.service},
+		{"hpa", r.hpa},
+		{"running", r.running},
+	}
+}
+
+// Reconcile runs one pass over a Function.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	fn := &v1alpha2.Function{}
+	if err := r.client.Get(ctx, req.NamespacedName, fn); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading Function %s: %w", req.NamespacedName, err)
+	}
+	if fn.DeletionTimestamp != nil {
+		// Owner references remove the children; nothing to do.
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	p := newPass(fn, &r.cfg, metav1.NewTime(r.now()))
+	var stepErr error
+	for _, s := range r.steps() {
+		if err := s.run(ctx, p); err != nil {
+			stepErr = fmt.Errorf("step %s: %w", s.name, err)
+			break
+		}
+		if p.stop {
+			break
+		}
+	}
+	if err := r.writeStatus(ctx, p); err != nil {
+		return ctrl.Result{}, errors.Join(stepErr, err)
+	}
+	if stepErr != nil {
+		return ctrl.Result{}, stepErr
+	}
+	if p.requeueAfter > 0 {
+		log.V(1).Info("requeue", "after", p.requeueAfter)
+	}
+	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+// forget drops what the controller remembers about a Function that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.slots.Leave(key)
+	r.retries.reset(key)
+}

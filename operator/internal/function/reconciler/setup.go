@@ -1,0 +1,103 @@
+package reconciler
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "function"
+
+// SetupWithManager registers the reconciler, wrapped by inflight, with
+// workers concurrent passes. Triggers: Function spec/label changes, every
+// change of its children (Jobs and Deployments by watch, no polling), the
+// end of any build Job (waiting Functions get their turn at once), and
+// changes of the per-namespace copies.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *InFlight) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		// Status-only updates (our own writes) need no pass.
+		For(&v1alpha2.Function{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&batchv1.Job{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&autoscalingv1.HorizontalPodAutoscaler{}).
+		Watches(&batchv1.Job{}, r.slots.WakeHandler()).
+		Watches(&corev1.Secret{}, r.copyHandler(func(o client.Object) bool {
+			return o.GetName() == r.cfg.ImageRegistryDefaultDockerConfigSecretName
+		})).
+		Watches(&corev1.ConfigMap{}, r.copyHandler(func(o client.Object) bool {
+			_, isConfig := o.GetLabels()[v1alpha2.LabelConfig]
+			return isConfig && strings.HasPrefix(o.GetName(), "dockerfile-")
+		})).
+		Watches(&corev1.ServiceAccount{}, r.copyHandler(func(o client.Object) bool {
+			return o.GetName() == r.cfg.ImagePullAccountName
+		})).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](250*time.Millisecond, maxRetryDelay),
+		}).
+		Complete(inflight.Wrap(r))
+}
+
+// copyHandler enqueues every Function of the namespace of a copy that
+// matches: a copy appearing ends PrerequisitesMissing, a changed base image
+// rebuilds.
+func (r *Reconciler) copyHandler(matches func(client.Object) bool) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if !matches(o) {
+			return nil
+		}
+		var fns v1alpha2.FunctionList
+		if err := r.client.List(ctx, &fns, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(fns.Items))
+		for i := range fns.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fns.Items[i])})
+		}
+		return reqs
+	})
+}
+
+// WakeHandler enqueues the longest-waiting Functions (as many as there are
+// slots) whenever a build Job finishes or goes away.
+func (s *BuildSlots) WakeHandler() handler.EventHandler {
+	wake := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, key := range s.Waiting(s.max) {
+			q.Add(reconcile.Request{NamespacedName: key})
+		}
+	}
+	return handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, okOld := e.ObjectOld.(*batchv1.Job)
+			cur, okNew := e.ObjectNew.(*batchv1.Job)
+			if okOld && okNew && !jobDone(old) && jobDone(cur) {
+				wake(q)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if j, ok := e.Object.(*batchv1.Job); ok && !jobDone(j) {
+				wake(q)
+			}
+		},
+	}
+}

@@ -1,0 +1,162 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+// unseenFor is how long a created Job that the cache has not shown yet is
+// still counted; after that the cache is trusted again.
+const unseenFor = time.Minute
+
+// BuildSlots enforces the cluster-wide cap on unfinished build Jobs. The
+// count comes from the cache (every Job labelled managed-by=function-controller)
+// plus Jobs this process created that the cache has not shown yet. Starting
+// a build holds the lock from counting to creating, so concurrent workers
+// never exceed the cap. Functions that find no slot are remembered as
+// waiting, oldest first, and are enqueued again when a build Job ends (see
+// WakeHandler), not polled.
+type BuildSlots struct {
+	reader  client.Reader
+	max     int
+	queue   QueueGauge
+	now     func() time.Time
+	mu      sync.Mutex
+	unseen  map[types.NamespacedName]time.Time // created Jobs not in the cache yet
+	waiting map[types.NamespacedName]time.Time // Functions waiting for a slot, since
+}
+
+// QueueGauge reports the number of Functions waiting for a build slot.
+type QueueGauge interface{ SetQueueLength(n int) }
+
+// NewBuildSlots returns the cap for max simultaneous builds; reader is the cache.
+func NewBuildSlots(reader client.Reader, max int, queue QueueGauge) *BuildSlots {
+	return &BuildSlots{
+		reader: reader, max: max, queue: queue, now: time.Now,
+		unseen: map[types.NamespacedName]time.Time{}, waiting: map[types.NamespacedName]time.Time{},
+	}
+}
+
+// Max is the cap.
+func (s *BuildSlots) Max() int { return s.max }
+
+// Start runs create if a slot is free. It returns whether the build started
+// and how many builds were running before it.
+func (s *BuildSlots) Start(ctx context.Context, fn types.NamespacedName, create func() (*batchv1.Job, error)) (bool, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	running, err := s.count(ctx)
+	if err != nil {
+		return false, 0, err
+	}
+	if running >= s.max {
+		if _, ok := s.waiting[fn]; !ok {
+			s.waiting[fn] = s.now()
+			s.queue.SetQueueLength(len(s.waiting))
+		}
+		return false, running, nil
+	}
+	job, err := create()
+	if err != nil {
+		return false, running, err
+	}
+	s.leave(fn)
+	key := client.ObjectKeyFromObject(job)
+	if err := s.reader.Get(ctx, key, &batchv1.Job{}); err != nil {
+		s.unseen[key] = s.now()
+	}
+	return true, running, nil
+}
+
+// Leave forgets a Function that no longer waits (built, deleted, invalid).
+func (s *BuildSlots) Leave(fn types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leave(fn)
+}
+
+func (s *BuildSlots) leave(fn types.NamespacedName) {
+	if _, ok := s.waiting[fn]; ok {
+		delete(s.waiting, fn)
+		s.queue.SetQueueLength(len(s.waiting))
+	}
+}
+
+// Waiting returns up to n waiting Functions, longest waiting first.
+func (s *BuildSlots) Waiting(n int) []types.NamespacedName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]types.NamespacedName, 0, len(s.waiting))
+	for k := range s.waiting {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		if c := s.waiting[a].Compare(s.waiting[b]); c != 0 {
+			return c
+		}
+		return compareKeys(a, b)
+	})
+	if len(keys) > n {
+		keys = keys[:n]
+	}
+	return keys
+}
+
+// count is the number of unfinished build Jobs; s.mu is held.
+func (s *BuildSlots) count(ctx context.Context) (int, error) {
+	var jobs batchv1.JobList
+	if err := s.reader.List(ctx, &jobs, client.MatchingLabels{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}); err != nil {
+		return 0, fmt.Errorf("counting build Jobs: %w", err)
+	}
+	n := 0
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		delete(s.unseen, client.ObjectKeyFromObject(j))
+		if j.DeletionTimestamp == nil && !jobDone(j) {
+			n++
+		}
+	}
+	for k, at := range s.unseen {
+		if s.now().Sub(at) > unseenFor {
+			delete(s.unseen, k)
+			continue
+		}
+		n++
+	}
+	return n, nil
+}
+
+// jobDone reports whether a Job has finished, either way.
+func jobDone(j *batchv1.Job) bool {
+	return jobCondition(j, batchv1.JobComplete) != nil || jobCondition(j, batchv1.JobFailed) != nil
+}
+
+// jobCondition returns the Job's condition t if it is True.
+func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range j.Status.Conditions {
+		if c := &j.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+func compareKeys(a, b types.NamespacedName) int {
+	switch {
+	case a.String() < b.String():
+		return -1
+	case a.String() > b.String():
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,186 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+)
+
+// AnnotationGeneration on a build Job records the Function generation it
+// was created for: a failed build is retried at once when the Function has
+// changed since, instead of after the backoff.
+const AnnotationGeneration = "serverless.kyma-project.io/function-generation"
+
+// build makes sure the expected image exists. It is built when
+// status.builtImage or a Deployment already has it (identical inputs never
+// build twice, also after the Job's TTL removed it; a 1.8.4 Deployment is
+// adopted without a rebuild). Otherwise the newest Job pushing to the
+// expected destination decides: finished → built; failed → BuildReady
+// False, retried after a backoff; running → wait for its watch event; none
+// → create one if a build slot is free, else wait for one.
+func (r *Reconciler) build(ctx context.Context, p *pass) error {
+	current, stale := splitJobs(p.jobs, p.pushImage)
+	// Unfinished builds of an older input push images nobody uses and hold slots.
+	for _, j := range stale {
+		if !jobDone(j) {
+			if err := r.remove(ctx, j); err != nil {
+				return err
+			}
+		}
+	}
+
+	if p.fn.Status.BuiltImage == p.pullImage || runsImage(p.deployments, p.pullImage) {
+		msg := fmt.Sprintf("Image %s built", p.pullImage)
+		if current != nil && jobCondition(current, batchv1.JobComplete) != nil {
+			msg = fmt.Sprintf("Job %s finished", current.Name)
+		}
+		r.built(p, msg)
+		return nil
+	}
+
+	if current != nil {
+		switch {
+		case jobCondition(current, batchv1.JobComplete) != nil:
+			r.metrics.ObserveBuild(current)
+			r.built(p, fmt.Sprintf("Job %s finished", current.Name))
+			return nil
+		case jobCondition(current, batchv1.JobFailed) != nil:
+			retry, err := r.failed(ctx, p, current)
+			if err != nil || !retry {
+				return err
+			}
+		default:
+			r.slots.Leave(p.key)
+			if c := condition(&p.status, v1alpha2.ConditionBuildReady); c == nil || c.Status != corev1.ConditionUnknown || !strings.Contains(c.Message, current.Name) {
+				setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobRunning,
+					fmt.Sprintf("Job %s is still in progress", current.Name), p.now)
+			}
+			return nil
+		}
+	}
+
+	job := resources.BuildJob(p.in, p.sourceConfigMap)
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	job.Annotations[AnnotationGeneration] = strconv.FormatInt(p.fn.Generation, 10)
+	started, running, err := r.slots.Start(ctx, p.key, func() (*batchv1.Job, error) { return job, r.create(ctx, job) })
+	if err != nil {
+		return fmt.Errorf("creating the build Job: %w", err)
+	}
+	if !started {
+		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting,
+			fmt.Sprintf("waiting for a build slot: %d of %d builds running", running, r.slots.Max()), p.now)
+		return nil
+	}
+	r.metrics.BuildStarted()
+	p.status.RuntimeImage = runtimeImage(p)
+	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated,
+		fmt.Sprintf("Job %s created", job.Name), p.now)
+	return nil
+}
+
+// built records that the expected image exists.
+func (r *Reconciler) built(p *pass, message string) {
+	p.built = true
+	r.slots.Leave(p.key)
+	r.retries.reset(p.key)
+	p.status.BuiltImage = p.pullImage
+	p.status.RuntimeImage = runtimeImage(p)
+	if !isTrue(&p.status, v1alpha2.ConditionBuildReady) {
+		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionTrue, v1alpha2.ReasonJobFinished, message, p.now)
+	}
+}
+
+// failed reports a failed build (any Job failure reason, bug §11.14) and
+// decides whether to retry now: after the backoff, or at once when the
+// Function changed since the Job was created. A retry deletes the Job.
+func (r *Reconciler) failed(ctx context.Context, p *pass, job *batchv1.Job) (bool, error) {
+	c := jobCondition(job, batchv1.JobFailed)
+	msg := fmt.Sprintf("Job %s failed, it will be re-run: %s", job.Name, jobFailure(c))
+	if cur := condition(&p.status, v1alpha2.ConditionBuildReady); cur == nil || cur.Status != corev1.ConditionFalse || cur.Message != msg {
+		r.metrics.BuildFailed()
+		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed, msg, p.now)
+	}
+	wait := retryIn(job, c, p.fn, r.retries.delay(p.key, r.cfg.GitFetchRequeueDuration), p.now.Time)
+	if wait > 0 {
+		p.requeueAfter = wait
+		return false, nil
+	}
+	r.retries.retried(p.key)
+	if err := r.remove(ctx, job); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// retryIn is how long a failed build waits before its retry: 0 when the
+// Function changed since the Job was created (generation or labels), else
+// what remains of delay after the failure.
+func retryIn(job *batchv1.Job, failed *batchv1.JobCondition, fn *v1alpha2.Function, delay time.Duration, now time.Time) time.Duration {
+	if job.Annotations[AnnotationGeneration] != strconv.FormatInt(fn.Generation, 10) ||
+		!maps.Equal(job.Labels, resources.FunctionLabels(fn)) {
+		return 0
+	}
+	at := failed.LastTransitionTime.Time
+	if at.IsZero() {
+		at = job.CreationTimestamp.Time
+	}
+	return max(0, at.Add(delay).Sub(now))
+}
+
+// jobFailure describes a Job failure by its condition.
+func jobFailure(c *batchv1.JobCondition) string {
+	switch {
+	case c.Reason != "" && c.Message != "":
+		return c.Reason + ": " + c.Message
+	case c.Reason != "":
+		return c.Reason
+	case c.Message != "":
+		return c.Message
+	}
+	return "no reason given"
+}
+
+// splitJobs returns the newest Job pushing to destination (jobs are sorted
+// oldest first) and the Jobs pushing elsewhere.
+func splitJobs(jobs []batchv1.Job, destination string) (*batchv1.Job, []*batchv1.Job) {
+	var current *batchv1.Job
+	var stale []*batchv1.Job
+	for i := range jobs {
+		if resources.JobDestination(&jobs[i]) == destination {
+			current = &jobs[i]
+		} else {
+			stale = append(stale, &jobs[i])
+		}
+	}
+	return current, stale
+}
+
+// runsImage reports whether a Deployment's function container has image.
+func runsImage(deps []appsv1.Deployment, image string) bool {
+	for i := range deps {
+		if c := deps[i].Spec.Template.Spec.Containers; len(c) > 0 && c[0].Image == image {
+			return true
+		}
+	}
+	return false
+}
+
+// runtimeImage is what status.runtimeImage shows: the override or the base image.
+func runtimeImage(p *pass) string {
+	if p.fn.Spec.RuntimeImageOverride != "" {
+		return p.fn.Spec.RuntimeImageOverride
+	}
+	return p.in.BaseImage
+}

@@ -1,0 +1,86 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+)
+
+// deployment keeps exactly one Deployment. Before the first build finished
+// there is none, and the pass ends here. While a rebuild runs, the Deployment
+// keeps its image but gets every other change (env, replicas, resources…),
+// so those never wait for a build (1.8.4 held them back). Extra Deployments
+// are deleted, keeping the one with the expected image (else the oldest).
+func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
+	keep := pickDeployment(p.deployments, p.pullImage)
+	for i := range p.deployments {
+		if &p.deployments[i] != keep {
+			if err := r.remove(ctx, &p.deployments[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if keep == nil && !p.built {
+		p.stop = true
+		return nil
+	}
+	desired := resources.Deployment(p.in)
+	if !p.built {
+		desired.Spec.Template.Spec.Containers[0].Image = keep.Spec.Template.Spec.Containers[0].Image
+	}
+	if keep == nil {
+		if err := r.create(ctx, desired); err != nil {
+			return r.deploymentFailed(p, "create", err)
+		}
+		p.deployment, p.rolled = desired, v1alpha2.ReasonDeploymentCreated
+		return nil
+	}
+	p.deployment = keep
+	updated, changed := resources.UpdateDeployment(keep, desired)
+	if !changed {
+		return nil
+	}
+	if err := r.update(ctx, updated); err != nil {
+		return r.deploymentFailed(p, "update", err)
+	}
+	// A replicas-only change (kubectl scale, HPA) is no rollout.
+	if !equality.Semantic.DeepEqual(keep.Spec.Template, updated.Spec.Template) {
+		p.rolled = v1alpha2.ReasonDeploymentUpdated
+	}
+	p.deployment = updated
+	return nil
+}
+
+// deploymentFailed turns a rejected Deployment into Running False
+// DeploymentFailed (no retry: the Function must change); other errors are
+// returned for a retry with backoff.
+func (r *Reconciler) deploymentFailed(p *pass, verb string, err error) error {
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+		return fmt.Errorf("%s the Deployment: %w", verb, err)
+	}
+	setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed,
+		fmt.Sprintf("the Deployment could not be %sd: %v", verb, err), p.now)
+	p.stop = true
+	return nil
+}
+
+// pickDeployment returns the Deployment to keep: the oldest running image,
+// else the oldest; nil when there is none.
+func pickDeployment(deps []appsv1.Deployment, image string) *appsv1.Deployment {
+	for i := range deps {
+		if c := deps[i].Spec.Template.Spec.Containers; len(c) > 0 && c[0].Image == image {
+			return &deps[i]
+		}
+	}
+	if len(deps) > 0 {
+		return &deps[0]
+	}
+	return nil
+}

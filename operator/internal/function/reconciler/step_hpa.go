@@ -1,0 +1,38 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+)
+
+// hpa keeps one HorizontalPodAutoscaler while scaleConfig asks for
+// autoscaling (min ≠ max) and none otherwise; extra ones are deleted.
+func (r *Reconciler) hpa(ctx context.Context, p *pass) error {
+	desired := resources.HPA(p.in)
+	from := 0
+	if desired != nil && len(p.hpas) > 0 {
+		from = 1
+	}
+	for i := from; i < len(p.hpas); i++ {
+		if err := r.remove(ctx, &p.hpas[i]); err != nil {
+			return err
+		}
+	}
+	if desired == nil {
+		return nil
+	}
+	if len(p.hpas) == 0 {
+		if err := r.create(ctx, desired); err != nil {
+			return fmt.Errorf("creating the HorizontalPodAutoscaler: %w", err)
+		}
+		return nil
+	}
+	if updated, changed := resources.UpdateHPA(&p.hpas[0], desired); changed {
+		if err := r.update(ctx, updated); err != nil {
+			return fmt.Errorf("updating HorizontalPodAutoscaler %s: %w", p.hpas[0].Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+)
+
+// DockerfileConfigMap names the runtime's Dockerfile ConfigMap (copied into
+// every Function namespace).
+func DockerfileConfigMap(rt v1alpha2.Runtime) string { return "dockerfile-" + string(rt) }
+
+// prerequisites reads the per-namespace copies a Function needs (registry
+// Secret, Dockerfile ConfigMap, Function ServiceAccount) from the cache.
+// One missing or unusable → ConfigurationReady False PrerequisitesMissing
+// naming it, and the pass ends (1.8.4 backed off without a word, pitfall
+// §10.11); the copy appearing triggers the next pass (the reconciler
+// watches the copies).
+func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
+	ns := p.fn.Namespace
+	missing := func(format string, args ...any) error {
+		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
+			fmt.Sprintf(format, args...), p.now)
+		p.stop = true
+		return nil
+	}
+
+	secret := &corev1.Secret{}
+	secretName := r.cfg.ImageRegistryDefaultDockerConfigSecretName
+	if found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: secretName}, secret); err != nil {
+		return err
+	} else if !found {
+		return missing("registry Secret %s not found in namespace %s (the controller copies it from %s)", secretName, ns, r.cfg.BaseNamespace)
+	}
+	reg, err := resources.RegistryFromSecret(secret)
+	if err != nil {
+		return missing("registry Secret %s in namespace %s: %v", secretName, ns, err)
+	}
+
+	cm := &corev1.ConfigMap{}
+	cmName := DockerfileConfigMap(p.fn.Spec.Runtime)
+	if found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, cm); err != nil {
+		return err
+	} else if !found {
+		return missing("Dockerfile ConfigMap %s not found in namespace %s (the controller copies it from %s)", cmName, ns, r.cfg.BaseNamespace)
+	}
+	base, err := resources.BaseImage(cm.Data["Dockerfile"])
+	if err != nil {
+		return missing("Dockerfile ConfigMap %s in namespace %s: %v", cmName, ns, err)
+	}
+
+	sa := &corev1.ServiceAccount{}
+	saName := r.cfg.ImagePullAccountName
+	if found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: saName}, sa); err != nil {
+		return err
+	} else if !found {
+		return missing("ServiceAccount %s not found in namespace %s (the controller copies it from %s)", saName, ns, r.cfg.BaseNamespace)
+	}
+
+	p.in.Registry, p.in.BaseImage = reg, base
+	p.pullImage, p.pushImage = resources.PullImage(p.in), resources.PushImage(p.in)
+	return nil
+}
+
+// get reads obj from the cache; found is false when it does not exist.
+func (r *Reconciler) get(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
+	if err := r.client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return true, nil
+}

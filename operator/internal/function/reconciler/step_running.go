@@ -1,0 +1,73 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+// running sets the Running condition and status.replicas (scale
+// subresource) from the Deployment. A Deployment created or rolled in this
+// pass is DeploymentCreated/DeploymentUpdated; while it rolls out the
+// condition stays as it is (no write per Deployment status change).
+func (r *Reconciler) running(_ context.Context, p *pass) error {
+	dep := p.deployment
+	if dep == nil {
+		return nil
+	}
+	p.status.Replicas = dep.Status.Replicas
+	if p.rolled != "" {
+		verb := "created"
+		if p.rolled == v1alpha2.ReasonDeploymentUpdated {
+			verb = "updated"
+		}
+		setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionUnknown, p.rolled,
+			fmt.Sprintf("Deployment %s %s", dep.Name, verb), p.now)
+		return nil
+	}
+	status, reason, msg := deploymentState(dep)
+	if cur := condition(&p.status, v1alpha2.ConditionRunning); cur != nil && cur.Status == corev1.ConditionUnknown &&
+		reason == v1alpha2.ReasonDeploymentWaiting {
+		return nil
+	}
+	setCondition(&p.status, v1alpha2.ConditionRunning, status, reason, msg, p.now)
+	return nil
+}
+
+// deploymentState reads a Deployment's conditions. A Deployment the
+// Deployment controller has not looked at yet is waiting, not failed (bug
+// §11.15); missing minimum replicas is reported only once the rollout is
+// over (during every rollout Available is False for a moment).
+func deploymentState(dep *appsv1.Deployment) (corev1.ConditionStatus, string, string) {
+	waiting := fmt.Sprintf("Deployment %s is not ready yet", dep.Name)
+	if dep.Status.ObservedGeneration < dep.Generation {
+		return corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting, waiting
+	}
+	avail := deploymentCondition(dep, appsv1.DeploymentAvailable)
+	prog := deploymentCondition(dep, appsv1.DeploymentProgressing)
+	rolledOut := prog == nil || (prog.Status == corev1.ConditionTrue && prog.Reason == "NewReplicaSetAvailable")
+	switch {
+	case prog != nil && prog.Status == corev1.ConditionFalse:
+		return corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed,
+			fmt.Sprintf("Deployment %s failed: %s: %s", dep.Name, prog.Reason, prog.Message)
+	case avail != nil && avail.Status == corev1.ConditionTrue && rolledOut:
+		return corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady, fmt.Sprintf("Deployment %s is ready", dep.Name)
+	case avail != nil && avail.Status == corev1.ConditionFalse && rolledOut:
+		return corev1.ConditionUnknown, v1alpha2.ReasonMinReplicasNotAvailable,
+			fmt.Sprintf("Minimum replicas not available for deployment %s", dep.Name)
+	}
+	return corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting, waiting
+}
+
+func deploymentCondition(dep *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range dep.Status.Conditions {
+		if dep.Status.Conditions[i].Type == t {
+			return &dep.Status.Conditions[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+)
+
+// service keeps the Service named after the Function; other Services with
+// the Function's labels are deleted. A Service of that name that is not the
+// Function's (no internal labels) is not taken over: Running False
+// ServiceFailed says so.
+func (r *Reconciler) service(ctx context.Context, p *pass) error {
+	desired := resources.Service(p.in)
+	var live *corev1.Service
+	for i := range p.services {
+		if p.services[i].Name == desired.Name {
+			live = &p.services[i]
+			continue
+		}
+		if err := r.remove(ctx, &p.services[i]); err != nil {
+			return err
+		}
+	}
+	if live == nil {
+		err := r.create(ctx, desired)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return r.serviceFailed(p, fmt.Sprintf("Service %s create error: a Service of that name exists and does not belong to the Function", desired.Name))
+		case apierrors.IsInvalid(err):
+			return r.serviceFailed(p, fmt.Sprintf("Service %s create error: %v", desired.Name, err))
+		case err != nil:
+			return fmt.Errorf("creating Service %s: %w", desired.Name, err)
+		}
+		return nil
+	}
+	updated, changed := resources.UpdateService(live, desired)
+	if !changed {
+		return nil
+	}
+	if err := r.update(ctx, updated); err != nil {
+		if apierrors.IsInvalid(err) {
+			return r.serviceFailed(p, fmt.Sprintf("Service %s update error: %v", desired.Name, err))
+		}
+		return fmt.Errorf("updating Service %s: %w", desired.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) serviceFailed(p *pass, msg string) error {
+	setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed, msg, p.now)
+	p.stop = true
+	return nil
+}

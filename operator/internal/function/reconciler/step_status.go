@@ -1,0 +1,59 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+// writeStatus writes the status this pass computed, once, and only when it
+// differs from the one read (1.8.4 wrote it on every pass, bug §11.1). Then
+// it emits the events of the conditions that changed.
+func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
+	if equality.Semantic.DeepEqual(p.fn.Status, p.status) {
+		return nil
+	}
+	fn := p.fn.DeepCopy()
+	fn.Status = p.status
+	// A merge patch without resourceVersion: the status is computed from the
+	// whole cached picture, so no conflict is possible or needed.
+	if err := r.client.Status().Patch(ctx, fn, client.MergeFrom(p.fn)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing the status of Function %s: %w", p.key, err)
+	}
+	r.awaitVersion(ctx, fn)
+	for _, e := range statusEvents(&p.fn.Status, &p.status) {
+		r.events.Eventf(fn, nil, e.kind, e.reason, e.action, "%s", e.message)
+	}
+	return nil
+}
+
+type statusEvent struct{ kind, reason, action, message string }
+
+// statusEvents are the events a status change is worth: a Warning when a
+// condition becomes False (or fails for another reason), a Normal when the
+// Function starts running. Repeats of the same condition emit nothing.
+func statusEvents(old, cur *v1alpha2.FunctionStatus) []statusEvent {
+	var out []statusEvent
+	for _, c := range cur.Conditions {
+		prev := condition(old, c.Type)
+		if prev != nil && prev.Status == c.Status && prev.Reason == c.Reason && prev.Message == c.Message {
+			continue
+		}
+		switch {
+		case c.Status == corev1.ConditionFalse:
+			out = append(out, statusEvent{corev1.EventTypeWarning, c.Reason, "Reconcile", c.Message})
+		case c.Type == v1alpha2.ConditionRunning && c.Status == corev1.ConditionTrue && (prev == nil || prev.Status != corev1.ConditionTrue):
+			out = append(out, statusEvent{corev1.EventTypeNormal, c.Reason, "Reconcile", c.Message})
+		}
+	}
+	return out
+}

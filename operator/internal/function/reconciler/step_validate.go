@@ -1,0 +1,103 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+)
+
+// validate checks what the CRD cannot: a failure sets ConfigurationReady
+// False InvalidFunctionSpec and ends the pass without a requeue (the next
+// spec change triggers a pass).
+func (r *Reconciler) validate(_ context.Context, p *pass) error {
+	if p.fn.Spec.Source.Inline == nil {
+		// Git sources come later; say so instead of failing silently.
+		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonSourceUpdateFailed,
+			"Git sources are not supported by this Function controller yet", p.now)
+		p.stop = true
+		return nil
+	}
+	if msgs := validateFunction(p.fn, &r.cfg); len(msgs) > 0 {
+		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonInvalidFunctionSpec,
+			strings.Join(msgs, ". "), p.now)
+		p.stop = true
+	}
+	return nil
+}
+
+// validateFunction returns every problem of an inline Function's spec, in a
+// fixed order.
+func validateFunction(fn *v1alpha2.Function, cfg *config.Config) []string {
+	var msgs []string
+	add := func(format string, args ...any) { msgs = append(msgs, fmt.Sprintf(format, args...)) }
+
+	if !slices.Contains(v1alpha2.Runtimes(), fn.Spec.Runtime) {
+		add("spec.runtime %q is not one of %v", fn.Spec.Runtime, v1alpha2.Runtimes())
+	}
+	// The Service is named after the Function (bug §11.12: 1.8.4 failed the Service forever).
+	for _, e := range validation.IsDNS1035Label(fn.Name) {
+		add("metadata.name %q cannot name the Function's Service: %s", fn.Name, e)
+	}
+	if err := cfg.Resources.Function.CheckCustom(functionResources(fn)); err != nil {
+		add("spec.resourceConfiguration.function: %v", err)
+	}
+	if err := cfg.Resources.BuildJob.CheckCustom(buildResources(fn)); err != nil {
+		add("spec.resourceConfiguration.build: %v", err)
+	}
+	for i, e := range fn.Spec.Env {
+		for _, m := range validation.IsEnvVarName(e.Name) {
+			add("spec.env[%d].name %q: %s", i, e.Name, m)
+		}
+	}
+	secrets, paths := map[string]bool{}, map[string]bool{}
+	for i, m := range fn.Spec.SecretMounts {
+		for _, e := range validation.IsDNS1123Subdomain(m.SecretName) {
+			add("spec.secretMounts[%d].secretName %q: %s", i, m.SecretName, e)
+		}
+		if secrets[m.SecretName] {
+			add("spec.secretMounts[%d].secretName %q is mounted twice", i, m.SecretName)
+		}
+		if paths[m.MountPath] || m.MountPath == "/tmp" {
+			add("spec.secretMounts[%d].mountPath %q is already in use", i, m.MountPath)
+		}
+		secrets[m.SecretName], paths[m.MountPath] = true, true
+	}
+	if isNode(fn.Spec.Runtime) {
+		deps := strings.TrimSpace(fn.Spec.Source.Inline.Dependencies)
+		if deps != "" && (!strings.HasPrefix(deps, "{") || !strings.HasSuffix(deps, "}")) {
+			add("spec.source.inline.dependencies must be a package.json object (start with { and end with })")
+		}
+	}
+	for _, k := range sortedKeys(fn.Spec.Labels) {
+		for _, e := range validation.IsQualifiedName(k) {
+			add("spec.labels key %q: %s", k, e)
+		}
+		for _, e := range validation.IsValidLabelValue(fn.Spec.Labels[k]) {
+			add("spec.labels[%q] value: %s", k, e)
+		}
+	}
+	for _, k := range sortedKeys(fn.Spec.Annotations) {
+		for _, e := range validation.IsQualifiedName(k) {
+			add("spec.annotations key %q: %s", k, e)
+		}
+	}
+	return msgs
+}
+
+func isNode(rt v1alpha2.Runtime) bool { return strings.HasPrefix(string(rt), "nodejs") }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
