@@ -197,5 +197,3 @@ func (a *Applier) resetMapper() {
 		r.Reset()
 	}
 }
-
-func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +54,7 @@ func (a *Applier) prune(ctx context.Context, prev inventory.Inventory, current m
 func (a *Applier) Delete(ctx context.Context, ref inventory.Ref) (bool, error) {
 	mapping, err := a.mapper.RESTMapping(ref.GroupKind)
 	if err != nil {
-		if isNoMatch(err) {
+		if meta.IsNoMatchError(err) {
 			return true, nil
 		}
 		return false, err
