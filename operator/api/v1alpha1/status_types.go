@@ -24,24 +24,32 @@ const (
 	ConditionDeleted = "Deleted"
 )
 
-// Condition reasons of the Serverless status.
+// Condition reasons of the Serverless status, one per meaning (README's
+// troubleshooting table explains each).
 const (
-	ReasonConfigured           = "Configured"
+	ReasonConfigured = "Configured"
+	// ReasonConfigurationInvalid: the spec could not be turned into chart values.
 	ReasonConfigurationInvalid = "ConfigurationInvalid"
+	// ReasonClusterReadFailed: reading what the reconcile depends on (other
+	// Serverless CRs, Secrets, Services, nodes, the applied objects) failed;
+	// retried with backoff.
+	ReasonClusterReadFailed    = "ClusterReadFailed"
 	ReasonServerlessDuplicated = "ServerlessDuplicated"
 	ReasonRegistrySecretError  = "RegistrySecretError"
 	ReasonBothRegistries       = "InternalRegistryWins"
 	ReasonRenderFailed         = "RenderFailed"
-	ReasonApplyFailed          = "ApplyFailed"
-	ReasonPruneFailed          = "PruneFailed"
-	ReasonInstalling           = "Installing"
-	ReasonInstalled            = "Installed"
-	ReasonRolloutFailed        = "RolloutFailed"
-	ReasonPaused               = "Paused"
-	ReasonDeletionStarted      = "DeletionStarted"
-	ReasonFunctionsExist       = "FunctionsExist"
-	ReasonDeleting             = "Deleting"
-	ReasonDeletionFailed       = "DeletionFailed"
+	// ReasonApplyFailed: the API server rejected or did not take a write of a
+	// chart object.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonFinalizerFailed: the manager's finalizer could not be added to the CR.
+	ReasonFinalizerFailed = "FinalizerFailed"
+	ReasonInstalling      = "Installing"
+	ReasonInstalled       = "Installed"
+	ReasonRolloutFailed   = "RolloutFailed"
+	ReasonPaused          = "Paused"
+	ReasonFunctionsExist  = "FunctionsExist"
+	ReasonDeleting        = "Deleting"
+	ReasonDeletionFailed  = "DeletionFailed"
 )
 
 // ServerlessStatus reports the module state and the configuration in effect.

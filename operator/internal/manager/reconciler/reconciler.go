@@ -1,8 +1,8 @@
 // Package reconciler drives a Serverless CR to its desired state. A reconcile
-// is a chain of named steps (served, delete, pause, finalizer, configure,
-// render, apply, verify), one per file; each step updates the run's status
-// and returns the next step, or nil to stop. The status is written once at
-// the end, and only when it changed.
+// runs a list of named steps, one per file, written down in one place
+// (steps.go): the install or, for a CR being deleted, the uninstall. Each
+// step updates the run's status and says whether the run goes on. The
+// status is written once at the end, and only when it changed.
 package reconciler
 
 import (
@@ -37,10 +37,9 @@ type Renderer interface {
 	ChartVersion() string
 }
 
-// Applier applies rendered objects and deletes managed ones.
+// Applier applies rendered objects (and prunes those that left the chart).
 type Applier interface {
 	Apply(ctx context.Context, namespace string, objs []*unstructured.Unstructured, prev inventory.Inventory) (apply.Result, error)
-	Delete(ctx context.Context, ref inventory.Ref) (bool, error)
 }
 
 // Live reads live objects, from the cache where the manager caches them.
@@ -146,14 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &state{cr: cr, before: cr.Status.DeepCopy(), log: log.FromContext(ctx)}
-	for step, name := stepFn(r.stepServed), "served"; step != nil; {
-		start := time.Now()
-		next, nextName := step(ctx, s)
-		if r.metrics != nil {
-			r.metrics.ObserveStep(name, time.Since(start))
-		}
-		step, name = next, nextName
-	}
+	r.run(ctx, s, r.steps(cr))
 	if s.gone {
 		return s.result, s.err
 	}
@@ -250,9 +242,6 @@ type state struct {
 	gone bool
 }
 
-// stepFn is one named step; it returns the next step and its name.
-type stepFn func(ctx context.Context, s *state) (stepFn, string)
-
 // setCondition sets a condition with the CR's generation.
 func (s *state) setCondition(condType string, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&s.cr.Status.Conditions, metav1.Condition{
@@ -274,8 +263,8 @@ func (s *state) stateMessage() string {
 // fail ends the reconcile in state Error with a condition and, when the
 // condition is new, a Warning event (retries of the same error add none).
 // retry says whether the error may pass by itself (API trouble), in which
-// case controller-runtime retries with backoff.
-func (r *Reconciler) fail(s *state, condType, reason string, err error, retry bool) (stepFn, string) {
+// case controller-runtime retries with backoff. It returns false: the run ends.
+func (r *Reconciler) fail(s *state, condType, reason string, err error, retry bool) bool {
 	s.cr.Status.State = v1alpha1.StateError
 	s.cr.Status.ObservedGeneration = s.cr.Generation
 	s.setCondition(condType, metav1.ConditionFalse, reason, err.Error())
@@ -287,5 +276,5 @@ func (r *Reconciler) fail(s *state, condType, reason string, err error, retry bo
 		s.err = err
 	}
 	s.log.Error(err, "reconcile failed", "reason", reason)
-	return nil, ""
+	return false
 }

@@ -14,7 +14,7 @@ import (
 
 // stepApply applies the rendered objects and prunes those that left the
 // chart. The inventory in the status records the outcome, also on failure.
-func (r *Reconciler) stepApply(ctx context.Context, s *state) (stepFn, string) {
+func (r *Reconciler) stepApply(ctx context.Context, s *state) bool {
 	prev := inventory.FromEntries(s.cr.Status.Inventory)
 	// Apply works on copies: the render memo stays untouched.
 	res, err := r.applier.Apply(ctx, s.cr.Namespace, s.objs, prev)
@@ -44,10 +44,10 @@ func (r *Reconciler) stepApply(ctx context.Context, s *state) (stepFn, string) {
 	if res.Waiting != "" {
 		r.processing(s, res.Waiting)
 		s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
-		return nil, ""
+		return false
 	}
 	s.applied = res.Objects
-	return r.stepVerify, "verify"
+	return true
 }
 
 // processing marks the module as on its way.

@@ -22,10 +22,10 @@ import (
 
 // stepConfigure turns the spec and what the cluster holds into chart values
 // and the effective configuration shown in the status.
-func (r *Reconciler) stepConfigure(ctx context.Context, s *state) (stepFn, string) {
+func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 	facts, err := r.facts(ctx, s.cr)
 	if err != nil {
-		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonConfigurationInvalid, fmt.Errorf("reading the cluster: %w", err), true)
+		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonClusterReadFailed, fmt.Errorf("reading the cluster: %w", err), true)
 	}
 	built, err := values.Build(s.cr.Spec, facts)
 	var cfgErr *values.ConfigError
@@ -53,7 +53,7 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) (stepFn, strin
 		reason = v1alpha1.ReasonBothRegistries
 	}
 	s.setCondition(v1alpha1.ConditionConfigured, metav1.ConditionTrue, reason, msg)
-	return r.stepRender, "render"
+	return true
 }
 
 // facts gathers what the values depend on besides the spec, from the cache;

@@ -15,9 +15,9 @@ import (
 
 // stepFinalizer makes sure the CR cannot disappear before the module is
 // uninstalled.
-func (r *Reconciler) stepFinalizer(ctx context.Context, s *state) (stepFn, string) {
+func (r *Reconciler) stepFinalizer(ctx context.Context, s *state) bool {
 	if controllerutil.ContainsFinalizer(s.cr, module.Finalizer) {
-		return r.stepConfigure, "configure"
+		return true
 	}
 	status := s.cr.Status.DeepCopy()
 	patch := client.MergeFromWithOptions(s.cr.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -28,13 +28,13 @@ func (r *Reconciler) stepFinalizer(ctx context.Context, s *state) (stepFn, strin
 			// report, the newer CR's event brings the next reconcile.
 			s.cr.Status = *status
 			s.result = ctrl.Result{Requeue: true}
-			return nil, ""
+			return false
 		}
-		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, fmt.Errorf("adding the finalizer: %w", err), true)
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonFinalizerFailed, fmt.Errorf("adding the finalizer: %w", err), true)
 	}
 	// The patch response carries the stored status; keep the one being built.
 	s.cr.Status = *status
-	return r.stepConfigure, "configure"
+	return true
 }
 
 // removeFinalizer lets the CR go; after it the CR may be gone.

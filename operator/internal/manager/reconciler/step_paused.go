@@ -11,12 +11,12 @@ import (
 
 // stepPaused stops here while the CR carries the pause annotation: nothing
 // is changed in the cluster, and the status says so.
-func (r *Reconciler) stepPaused(_ context.Context, s *state) (stepFn, string) {
+func (r *Reconciler) stepPaused(_ context.Context, s *state) bool {
 	if s.cr.Annotations[module.PauseAnnotation] != module.PausedValue {
-		return r.stepFinalizer, "finalizer"
+		return true
 	}
 	s.cr.Status.State = v1alpha1.StateWarning
 	s.setCondition(v1alpha1.ConditionInstalled, metav1.ConditionUnknown, v1alpha1.ReasonPaused,
 		"reconciliation is paused by the annotation "+module.PauseAnnotation+"="+module.PausedValue+"; remove it to resume")
-	return nil, ""
+	return false
 }

@@ -11,7 +11,7 @@ import (
 
 // stepRender renders the chart with the values, reusing the last render
 // when namespace and values are unchanged.
-func (r *Reconciler) stepRender(_ context.Context, s *state) (stepFn, string) {
+func (r *Reconciler) stepRender(_ context.Context, s *state) bool {
 	key, err := json.Marshal(map[string]any{"ns": s.cr.Namespace, "values": s.values})
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRenderFailed, fmt.Errorf("keying the render: %w", err), false)
@@ -36,5 +36,5 @@ func (r *Reconciler) stepRender(_ context.Context, s *state) (stepFn, string) {
 		r.renderMu.Unlock()
 	}
 	s.cr.Status.ChartVersion = r.renderer.ChartVersion()
-	return r.stepApply, "apply"
+	return true
 }

@@ -18,18 +18,15 @@ import (
 // module namespace, ties broken by name. The choice depends only on the set
 // of CRs, so two CRs created at the same instant never both become served,
 // even when the cache has not seen one of them yet.
-func (r *Reconciler) stepServed(ctx context.Context, s *state) (stepFn, string) {
+func (r *Reconciler) stepServed(ctx context.Context, s *state) bool {
 	list := &v1alpha1.ServerlessList{}
 	if err := r.client.List(ctx, list); err != nil {
-		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonConfigurationInvalid, fmt.Errorf("listing Serverless CRs: %w", err), true)
+		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonClusterReadFailed, fmt.Errorf("listing Serverless CRs: %w", err), true)
 	}
 	served := pickServed(list.Items, r.opts.Namespace)
 	if served != nil && served.UID == s.cr.UID {
 		s.cr.Status.Served = metav1.ConditionTrue
-		if s.cr.DeletionTimestamp != nil {
-			return r.stepDelete, "delete"
-		}
-		return r.stepPaused, "paused"
+		return true
 	}
 
 	// Not served: say why, and never block the CR's deletion.
@@ -46,7 +43,7 @@ func (r *Reconciler) stepServed(ctx context.Context, s *state) (stepFn, string) 
 			s.err = err
 		}
 	}
-	return nil, ""
+	return false
 }
 
 // pickServed returns the CR that is served among items, nil when none can be.

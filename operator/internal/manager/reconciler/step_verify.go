@@ -18,10 +18,10 @@ import (
 
 // stepVerify reads the applied objects' rollout from the cache. Nothing is
 // polled: every watched object's change triggers the next reconcile.
-func (r *Reconciler) stepVerify(ctx context.Context, s *state) (stepFn, string) {
+func (r *Reconciler) stepVerify(ctx context.Context, s *state) bool {
 	rep, err := readiness.Check(ctx, r.live, s.applied, kinds.HasStatus)
 	if err != nil {
-		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, err, true)
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
 	}
 	s.cr.Status.ObservedGeneration = s.cr.Generation
 	switch {
@@ -43,7 +43,7 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) (stepFn, string) 
 				left = again
 			}
 			s.result = ctrl.Result{RequeueAfter: left}
-			return nil, ""
+			return false
 		}
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRolloutFailed,
 			fmt.Errorf("not ready %s after the last change: %s", r.opts.RolloutTimeout, rep.Summary()), false)
@@ -56,5 +56,5 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) (stepFn, string) 
 		s.setCondition(v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonInstalled,
 			"installed and ready, with warnings: "+strings.Join(s.warnings, "; "))
 	}
-	return nil, ""
+	return true
 }

@@ -46,7 +46,6 @@ type fakeApplier struct {
 func (f *fakeApplier) Apply(context.Context, string, []*unstructured.Unstructured, inventory.Inventory) (apply.Result, error) {
 	return f.res, f.err
 }
-func (f *fakeApplier) Delete(context.Context, inventory.Ref) (bool, error) { return true, nil }
 
 // fakeLive holds live objects by "Kind/name".
 type fakeLive map[string]*unstructured.Unstructured
@@ -149,8 +148,7 @@ func TestStepVerify(t *testing.T) {
 			s.setCondition(v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonInstalling, "applying")
 			meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled).LastTransitionTime = metav1.NewTime(time.Now().Add(-tt.installingSince))
 
-			next, _ := r.stepVerify(context.Background(), s)
-			assert.Nil(t, next, "verify is the last step")
+			r.stepVerify(context.Background(), s)
 			assert.Equal(t, tt.wantState, s.cr.Status.State)
 			assert.Equal(t, int64(3), s.cr.Status.ObservedGeneration)
 			c := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
@@ -184,12 +182,12 @@ func TestStepApply(t *testing.T) {
 		res         apply.Result
 		err         error
 		nodePort    int32
-		wantNext    string
+		wantGoOn    bool
 		wantState   v1alpha1.State
 		wantRetry   bool
 		wantRefused bool
 	}{
-		{name: "applied: verify next", res: apply.Result{Objects: applied, Applied: []string{"apps/Deployment/kyma-system/ctrl"}}, wantNext: "verify"},
+		{name: "applied: verify next", res: apply.Result{Objects: applied, Applied: []string{"apps/Deployment/kyma-system/ctrl"}}, wantGoOn: true},
 		{name: "waiting for a CRD to be served", res: apply.Result{Waiting: "waiting for the API of Function to be served"}, wantState: v1alpha1.StateProcessing},
 		{name: "rejected object", err: errors.New(`applying Deployment "ctrl": invalid`), wantState: v1alpha1.StateError, wantRetry: true},
 		{name: "registry NodePort taken meanwhile: another one next time", err: fmt.Errorf("applying Service: %w", portTaken), nodePort: 32137,
@@ -201,14 +199,12 @@ func TestStepApply(t *testing.T) {
 			r, _ := newTestReconciler(fakeLive{}, &fakeRenderer{}, &fakeApplier{res: tt.res, err: tt.err})
 			s := newTestState(1)
 			s.nodePort = tt.nodePort
-			next, name := r.stepApply(context.Background(), s)
-			assert.Equal(t, tt.wantNext, name)
-			assert.Equal(t, tt.wantNext != "", next != nil)
+			assert.Equal(t, tt.wantGoOn, r.stepApply(context.Background(), s))
 			assert.Equal(t, tt.wantState, s.cr.Status.State)
 			assert.Equal(t, tt.wantRetry, s.err != nil, "an apply error is retried with backoff")
 			assert.Equal(t, tt.wantRefused, r.refused()[32137])
 			assert.Equal(t, tt.res.Inventory.Entries(), s.cr.Status.Inventory, "the inventory is recorded, also on failure")
-			if tt.wantNext != "" {
+			if tt.wantGoOn {
 				assert.Equal(t, applied, s.applied)
 			}
 		})
@@ -221,9 +217,7 @@ func TestStepRenderReusesTheLastRender(t *testing.T) {
 	render := func(values map[string]any) *state {
 		s := newTestState(1)
 		s.values = values
-		next, name := r.stepRender(context.Background(), s)
-		assert.NotNil(t, next)
-		assert.Equal(t, "apply", name)
+		assert.True(t, r.stepRender(context.Background(), s))
 		return s
 	}
 	s := render(map[string]any{"logLevel": "info"})
@@ -237,8 +231,7 @@ func TestStepRenderReusesTheLastRender(t *testing.T) {
 	renderer.err = errors.New("template: boom")
 	s = newTestState(1)
 	s.values = map[string]any{"logLevel": "warn"}
-	next, _ := r.stepRender(context.Background(), s)
-	assert.Nil(t, next)
+	assert.False(t, r.stepRender(context.Background(), s))
 	assert.Equal(t, v1alpha1.StateError, s.cr.Status.State)
 	assert.Equal(t, v1alpha1.ReasonRenderFailed, meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled).Reason)
 	assert.NoError(t, s.err, "a chart that does not render is not retried with backoff")
@@ -247,13 +240,10 @@ func TestStepRenderReusesTheLastRender(t *testing.T) {
 func TestStepPaused(t *testing.T) {
 	r, _ := newTestReconciler(fakeLive{}, &fakeRenderer{}, &fakeApplier{})
 	s := newTestState(1)
-	next, name := r.stepPaused(context.Background(), s)
-	assert.NotNil(t, next)
-	assert.Equal(t, "finalizer", name)
+	assert.True(t, r.stepPaused(context.Background(), s))
 
 	s.cr.Annotations = map[string]string{module.PauseAnnotation: module.PausedValue}
-	next, _ = r.stepPaused(context.Background(), s)
-	assert.Nil(t, next, "nothing is changed while paused")
+	assert.False(t, r.stepPaused(context.Background(), s), "nothing is changed while paused")
 	assert.Equal(t, v1alpha1.StateWarning, s.cr.Status.State)
 	c := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
 	require.NotNil(t, c)

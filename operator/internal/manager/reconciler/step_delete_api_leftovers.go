@@ -1,0 +1,41 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+)
+
+// stepDeleteAPILeftovers gives the API server the last word before the
+// finalizer goes: the cache may have missed objects created while a watch
+// was down (an API server restart). What it lists with the module labels
+// is removed like the inventory, one tier per pass.
+func (r *Reconciler) stepDeleteAPILeftovers(ctx context.Context, s *state) bool {
+	objs, err := r.live.ListManagedFromAPI(ctx)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
+	}
+	var left []leftover
+	for _, o := range objs {
+		if l, ok := leftoverOf(watch.GVKOf(o), o); ok {
+			left = append(left, l)
+		}
+	}
+	if len(left) == 0 {
+		return true
+	}
+	names, err := r.removeFirstTier(ctx, left)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
+	}
+	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
+		fmt.Sprintf("removing %d objects the API server still holds: %s", len(left), strings.Join(names, ", ")))
+	s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
+	return false
+}

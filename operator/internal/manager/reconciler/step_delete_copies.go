@@ -1,0 +1,66 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+// copyKinds are the kinds the Function controller copies, with the module
+// labels, into user namespaces.
+var copyKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+	{Version: "v1", Kind: "ServiceAccount"},
+}
+
+// stepDeleteCopies removes what the Function controller copied into user
+// namespaces; the module namespace was emptied by the steps before.
+func (r *Reconciler) stepDeleteCopies(ctx context.Context, s *state) bool {
+	left, err := r.deleteCopies(ctx, s.cr.Namespace)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
+	}
+	if left == 0 {
+		return true
+	}
+	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
+		fmt.Sprintf("removing %d copies of registry Secrets, runtime ConfigMaps and ServiceAccounts from user namespaces", left))
+	s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
+	return false
+}
+
+// deleteCopies deletes the copies the API server lists (they inherit the
+// module labels) and returns how many are left.
+func (r *Reconciler) deleteCopies(ctx context.Context, namespace string) (int, error) {
+	left := 0
+	for _, gvk := range copyKinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.api.List(ctx, list, client.MatchingLabelsSelector{Selector: module.Selector()}); err != nil {
+			return 0, fmt.Errorf("listing copies (%sList): %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			if item.Namespace == namespace {
+				continue
+			}
+			l, ok := leftoverOf(gvk, item)
+			if !ok {
+				continue
+			}
+			left++
+			if err := r.deleteObject(ctx, l); err != nil {
+				return 0, fmt.Errorf("in namespace %s: %w", item.Namespace, err)
+			}
+		}
+	}
+	return left, nil
+}

@@ -1,0 +1,128 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+// cacheMissedAll is a Live whose cache saw none of the module's objects, as
+// after watches that were down while they were created; the API server
+// still answers ListManagedFromAPI.
+type cacheMissedAll struct{ *watch.Live }
+
+func (cacheMissedAll) LiveMeta(context.Context, schema.GroupVersionKind, types.NamespacedName) (metav1.Object, error) {
+	return nil, nil
+}
+func (cacheMissedAll) Object(context.Context, schema.GroupVersionKind, types.NamespacedName) (*unstructured.Unstructured, error) {
+	return nil, nil
+}
+func (cacheMissedAll) ListManaged(context.Context) ([]metav1.Object, error) { return nil, nil }
+
+// uninstallEnv is an API server holding a served Serverless CR that is
+// being deleted, and a Reconciler whose Live is live(c).
+func uninstallEnv(t *testing.T, live func(c client.Client) Live, inv ...v1alpha1.InventoryEntry) (client.Client, *Reconciler, *v1alpha1.Serverless) {
+	t.Helper()
+	env := testenv.Start(t, "config/crd/bases")
+	ctx := t.Context()
+	c := env.Client
+	r := New(c, c, live(c), nil, nil, &countEvents{}, nil, Options{Namespace: uninstallNS})
+	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: "default", Finalizers: []string{module.Finalizer}}}
+	require.NoError(t, c.Create(ctx, cr))
+	cr.Status.Served = metav1.ConditionTrue
+	cr.Status.Inventory = inv
+	require.NoError(t, c.Status().Update(ctx, cr))
+	require.NoError(t, c.Delete(ctx, cr))
+	return c, r, cr
+}
+
+const uninstallNS = "default"
+
+// reconcileUninstall runs one reconcile of cr and returns its stored
+// Deleted condition, nil when the CR is gone.
+func reconcileUninstall(t *testing.T, c client.Client, r *Reconciler, cr *v1alpha1.Serverless) *metav1.Condition {
+	t.Helper()
+	ctx := t.Context()
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
+	require.NoError(t, err)
+	got := &v1alpha1.Serverless{}
+	err = c.Get(ctx, client.ObjectKeyFromObject(cr), got)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDeleted)
+}
+
+func cacheMissing(c client.Client) Live {
+	return cacheMissedAll{watch.NewLive(c, c, c.Scheme(), uninstallNS)}
+}
+
+func TestUninstallAsksTheAPIServerBeforeTheFinalizerGoes(t *testing.T) {
+	c, r, cr := uninstallEnv(t, cacheMissing)
+	ctx := t.Context()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: "serverless-configuration", Labels: module.Labels()}}
+	require.NoError(t, c.Create(ctx, cm))
+
+	c1 := reconcileUninstall(t, c, r, cr)
+	require.NotNil(t, c1, "the finalizer stays while the ConfigMap was there")
+	assert.Equal(t, v1alpha1.ReasonDeleting, c1.Reason)
+	assert.Contains(t, c1.Message, "1 objects the API server still holds: ConfigMap serverless-configuration")
+	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})), "the ConfigMap the cache missed is deleted")
+
+	assert.Nil(t, reconcileUninstall(t, c, r, cr), "then the finalizer goes")
+}
+
+// An object already being deleted but held by the Function controller's
+// finalizer (the controller is gone) is released on the API server's word
+// too, not only on the cache's: otherwise it would stay forever.
+func TestUninstallReleasesTheFunctionControllersFinalizerOfAnObjectBeingDeleted(t *testing.T) {
+	c, r, cr := uninstallEnv(t, cacheMissing)
+	ctx := t.Context()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: module.RegistrySecretName, Labels: module.Labels(),
+		Finalizers: []string{"serverless.kyma-project.io/deletion-hook", "example.com/keep"}}}
+	require.NoError(t, c.Create(ctx, secret))
+	require.NoError(t, c.Delete(ctx, secret))
+
+	cond := reconcileUninstall(t, c, r, cr)
+	require.NotNil(t, cond)
+	assert.Contains(t, cond.Message, "Secret "+module.RegistrySecretName)
+	got := &corev1.Secret{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(secret), got))
+	assert.Equal(t, []string{"example.com/keep"}, got.Finalizers, "only the Function controller's finalizer is dropped")
+	assert.NotNil(t, got.DeletionTimestamp)
+
+	got.Finalizers = nil
+	require.NoError(t, c.Update(ctx, got))
+	assert.Nil(t, reconcileUninstall(t, c, r, cr), "once the Secret is gone the CR goes")
+}
+
+// An object of the inventory that someone took over by removing the module
+// labels is left alone, as the prune leaves it, and does not hold the
+// uninstall back.
+func TestUninstallLeavesAnObjectThatLostTheModuleLabels(t *testing.T) {
+	direct := func(c client.Client) Live { return watch.NewLive(c, c, c.Scheme(), uninstallNS) }
+	c, r, cr := uninstallEnv(t, direct, v1alpha1.InventoryEntry{ID: "/ConfigMap/" + uninstallNS + "/taken-over", Digest: "d", Version: "rv1"})
+	ctx := t.Context()
+	taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: "taken-over"}}
+	require.NoError(t, c.Create(ctx, taken))
+
+	assert.Nil(t, reconcileUninstall(t, c, r, cr), "the CR goes in one pass")
+	assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(taken), &corev1.ConfigMap{}), "the ConfigMap stays")
+}
