@@ -112,6 +112,8 @@ func TestLoadVariable(t *testing.T) {
 		{env: "APP_FUNCTION_RESOURCE_CONFIG", value: "function:\n  resources:\n    defaultPreset: S\n",
 			want:    func(c *config.Config) { c.Resources.Function.DefaultPreset = "S" },
 			invalid: []string{"function: [", "function:\n  resources:\n    minRequestCpu: 10m\n", "buildJob:\n  resources:\n    presets:\n      x: {limitCpu: lots}\n"}},
+		{env: "APP_FUNCTION_RESOURCE_CONFIG", value: "  buildJob:\n    resources:\n      defaultPreset: fast\n  function: {}\n",
+			want: func(c *config.Config) { c.Resources.BuildJob.DefaultPreset = "fast" }},
 		{env: "APP_FUNCTION_BUILD_EXECUTOR_ARGS", value: "--insecure,--cache=false",
 			want: func(c *config.Config) { c.Build.ExecutorArgs = []string{"--insecure", "--cache=false"} }},
 		{env: "APP_FUNCTION_BUILD_EXECUTOR_IMAGE", value: "mirror.example/kaniko:v1",

@@ -134,10 +134,12 @@ func (r *envReader) int32(name string, def int32) int32 {
 // resources parses the preset document; absent means no presets (the code
 // default), so Functions without custom resources get no requests/limits.
 func (r *envReader) resources(name string) ResourceConfig {
-	v, ok := r.value(name)
-	if !ok {
+	if _, ok := r.value(name); !ok {
 		return ResourceConfig{}
 	}
+	// Untrimmed: trimming the first line's indentation alone would break a
+	// uniformly indented document.
+	v, _ := r.lookup(name)
 	rc, err := ParseResourceConfig([]byte(v))
 	if err != nil {
 		// The document may be long; the error says where it is wrong.
