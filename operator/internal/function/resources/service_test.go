@@ -1,0 +1,66 @@
+package resources
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+func TestService(t *testing.T) {
+	fn := newFunction(v1alpha2.RuntimeNodejs20)
+	svc := Service(inputs(fn))
+	assert.Equal(t, "hello", svc.Name)
+	assert.Empty(t, svc.GenerateName)
+	assert.Equal(t, "fn-test-1", svc.Namespace)
+	assert.Equal(t, FunctionLabels(fn), svc.Labels)
+	assert.Equal(t, map[string]string{"prometheus.io/port": "8080", "prometheus.io/path": "/metrics", "prometheus.io/scrape": "true"}, svc.Annotations)
+	require.Len(t, svc.OwnerReferences, 1)
+	assert.Empty(t, svc.Spec.Type)
+	assert.Equal(t, []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}, svc.Spec.Ports)
+	assert.Equal(t, SelectorLabels(fn), svc.Spec.Selector)
+}
+
+func TestHPA(t *testing.T) {
+	scale := func(lo, hi *int32) func(*v1alpha2.Function) {
+		return func(fn *v1alpha2.Function) {
+			fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: lo, MaxReplicas: hi}
+		}
+	}
+	tests := []struct {
+		name     string
+		fn       *v1alpha2.Function
+		min, max int32
+		none     bool
+	}{
+		{name: "no scaleConfig", fn: newFunction(v1alpha2.RuntimeNodejs20), none: true},
+		{name: "min equals max", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](2), ptr.To[int32](2))), none: true},
+		{name: "range", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](2), ptr.To[int32](5))), min: 2, max: 5},
+		{name: "no min means 1", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(nil, ptr.To[int32](3))), min: 1, max: 3},
+		{name: "max below min means min, no HPA", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](4), ptr.To[int32](2))), none: true},
+		{name: "no max means min, no HPA", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](3), nil)), none: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hpa := HPA(inputs(tt.fn))
+			if tt.none {
+				assert.Nil(t, hpa)
+				return
+			}
+			require.NotNil(t, hpa)
+			assert.Equal(t, "hello-", hpa.GenerateName)
+			assert.Equal(t, FunctionLabels(tt.fn), hpa.Labels)
+			require.Len(t, hpa.OwnerReferences, 1)
+			assert.Equal(t, autoscalingv1.CrossVersionObjectReference{APIVersion: "serverless.kyma-project.io/v1alpha2", Kind: "Function", Name: "hello"}, hpa.Spec.ScaleTargetRef)
+			assert.Equal(t, tt.min, *hpa.Spec.MinReplicas)
+			assert.Equal(t, tt.max, hpa.Spec.MaxReplicas)
+			assert.Equal(t, int32(50), *hpa.Spec.TargetCPUUtilizationPercentage)
+		})
+	}
+}
