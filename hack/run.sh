@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make run: the local cluster, the manager running here as its own
-# ServiceAccount, and the default Serverless CR, until Ready. Ctrl-C stops
-# the manager; `make cluster-down` removes the cluster.
+# ServiceAccount, the default Serverless CR until Ready, then the Function
+# controller running here exactly as the chart's Deployment configures it
+# (the local cluster only simulates its Pod). Ctrl-C stops both;
+# `make cluster-down` removes the cluster.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,8 +15,9 @@ log() { printf '[run %s +%3ds] %s\n' "$(date +%H:%M:%S)" $((SECONDS - START)) "$
 
 log "building the control plane and tools (cold: several minutes; a no-op when built)"
 hack/tools.sh
-log "building bin/manager"
+log "building bin/manager and bin/function-controller"
 "${MAKE:-make}" --no-print-directory build
+go build -o bin/podrun ./hack/podrun
 log "starting the local cluster"
 hack/cluster.sh up
 export KUBECONFIG=$ROOT/.cluster/kubeconfig
@@ -35,7 +38,14 @@ log "starting the manager as ServiceAccount $NS/serverless-manager (log: $LOG)"
 KUBECONFIG=$SA_KUBECONFIG bin/manager --namespace="$NS" --leader-elect=false --log-format=console \
   --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081 >"$LOG" 2>&1 &
 MANAGER=$!
-trap 'log "stopping the manager"; kill "$MANAGER" 2>/dev/null; wait "$MANAGER" 2>/dev/null; exit 0' INT TERM
+CONTROLLER=
+stop_all() {
+  log "stopping the Function controller and the manager"
+  [ -n "$CONTROLLER" ] && kill "$CONTROLLER" 2>/dev/null
+  kill "$MANAGER" 2>/dev/null
+  wait 2>/dev/null
+}
+trap 'stop_all; exit 0' INT TERM
 
 log "applying config/samples/default-serverless-cr.yaml"
 k apply -f config/samples/default-serverless-cr.yaml >/dev/null
@@ -48,17 +58,44 @@ k -n "$NS" get serverless default
 state=$(k -n "$NS" get serverless default -o jsonpath='{.status.state}')
 [ "$state" = Ready ] || { tail -n 30 "$LOG"; log "the Serverless CR is $state, not Ready"; kill "$MANAGER"; exit 1; }
 
+# The chart's Deployment serverless-ctrl-mngr has a simulated Pod here; run
+# its container as a process instead: its env, its ConfigMap volume (kept in
+# sync, so log level changes apply), its ServiceAccount, loopback ports.
+CLOG=$ROOT/.cluster/logs/function-controller.log
+log "starting the Function controller like its Deployment (log: $CLOG)"
+bin/podrun -namespace "$NS" -deployment serverless-ctrl-mngr >"$CLOG" 2>&1 &
+CONTROLLER=$!
+health=
+for _ in $(seq 1 120); do
+  kill -0 "$CONTROLLER" 2>/dev/null || { tail -n 30 "$CLOG"; log "the Function controller exited"; stop_all; exit 1; }
+  health=${health:-$(sed -n 's/^podrun: port health of serverless-ctrl-mngr listens on //p' "$CLOG" | tail -n 1)}
+  [ -n "$health" ] && curl -fsS -o /dev/null "http://$health/readyz" 2>/dev/null && break
+  sleep 0.5
+done
+curl -fsS -o /dev/null "http://$health/readyz" 2>/dev/null || { tail -n 30 "$CLOG"; log "the Function controller is not ready"; stop_all; exit 1; }
+
 cat <<EOT
 
-Serverless is Ready on the local cluster (in $((SECONDS - START))s).
+Serverless is Ready on the local cluster and the Function controller runs
+(in $((SECONDS - START))s).
 
   export KUBECONFIG=$KUBECONFIG
   $KUBECTL -n $NS get serverless default -o yaml     # state, conditions, configuration in effect
   $KUBECTL -n $NS get deploy,svc,cm                  # what the manager installed
-  $KUBECTL apply -f config/samples/function-sample.yaml
-  tail -f $LOG                                        # the manager's log
 
-The manager runs in this terminal's background: Ctrl-C stops it.
+Create a Function and watch it build and run (ConfigurationReady, BuildReady,
+Running; the build Job and the Function's Pod run on the simulated nodes):
+
+  $KUBECTL apply -f config/samples/function-sample.yaml
+  $KUBECTL get functions -w
+  $KUBECTL describe function hello                   # conditions and events
+  $KUBECTL get jobs,deploy,svc -l serverless.kyma-project.io/function-name=hello
+
+Logs:
+  tail -f $LOG                  # the manager
+  tail -f $CLOG   # the Function controller (metrics: http://$(sed -n 's/^podrun: port http-metrics of serverless-ctrl-mngr listens on //p' "$CLOG" | tail -n 1)/metrics)
+
+Both run in this terminal's background: Ctrl-C stops them.
 \`make cluster-down\` stops the cluster and removes its state.
 EOT
 wait "$MANAGER"
