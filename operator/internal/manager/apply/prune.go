@@ -1,9 +1,10 @@
 package apply
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,7 +37,7 @@ func (a *Applier) prune(ctx context.Context, prev inventory.Inventory, current m
 
 	var pruned []string
 	for _, ref := range stale {
-		gone, err := a.Delete(ctx, ref)
+		gone, err := a.deleteManaged(ctx, ref)
 		if err != nil {
 			return pruned, fmt.Errorf("pruning %s %q: %w", ref.GroupKind.Kind, ref.Name, err)
 		}
@@ -47,11 +48,11 @@ func (a *Applier) prune(ctx context.Context, prev inventory.Inventory, current m
 	return pruned, nil
 }
 
-// Delete deletes one managed object (in the background, so that dependents
-// follow) and reports whether it is gone: never there, or deleted and
-// without finalizers that keep it. A kind the API no
-// longer serves counts as gone.
-func (a *Applier) Delete(ctx context.Context, ref inventory.Ref) (bool, error) {
+// deleteManaged deletes one object that left the chart (in the background,
+// so that dependents follow) and reports whether it is gone: never there,
+// no longer labelled as the module's, or deleted and without finalizers
+// that keep it. A kind the API no longer serves counts as gone.
+func (a *Applier) deleteManaged(ctx context.Context, ref inventory.Ref) (bool, error) {
 	mapping, err := a.mapper.RESTMapping(ref.GroupKind)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
@@ -87,12 +88,10 @@ func (a *Applier) Delete(ctx context.Context, ref inventory.Ref) (bool, error) {
 }
 
 // SortForDelete orders refs for removal: the reverse of the apply order.
-func SortForDelete(refs []inventory.Ref) {
-	sort.SliceStable(refs, func(i, j int) bool {
-		ti, tj := Tier(refs[i].GroupKind), Tier(refs[j].GroupKind)
-		if ti != tj {
-			return ti > tj
-		}
-		return refs[i].Name < refs[j].Name
-	})
+func SortForDelete(refs []inventory.Ref) { slices.SortStableFunc(refs, DeleteOrder) }
+
+// DeleteOrder compares two objects for removal: higher tiers go first (the
+// reverse of the apply order), then by name.
+func DeleteOrder(a, b inventory.Ref) int {
+	return cmp.Or(cmp.Compare(Tier(b.GroupKind), Tier(a.GroupKind)), cmp.Compare(a.Name, b.Name))
 }

@@ -1,7 +1,6 @@
 package reconciler
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -49,9 +48,7 @@ func leftoverOf(gvk schema.GroupVersionKind, live metav1.Object) (leftover, bool
 // first in uninstall order and names them; the next tier waits until they
 // are gone.
 func (r *Reconciler) removeFirstTier(ctx context.Context, left []leftover) ([]string, error) {
-	slices.SortStableFunc(left, func(a, b leftover) int {
-		return cmp.Or(cmp.Compare(apply.Tier(b.ref.GroupKind), apply.Tier(a.ref.GroupKind)), cmp.Compare(a.ref.Name, b.ref.Name))
-	})
+	slices.SortStableFunc(left, func(a, b leftover) int { return apply.DeleteOrder(a.ref, b.ref) })
 	tier := apply.Tier(left[0].ref.GroupKind)
 	var names []string
 	for _, l := range left {
