@@ -1,0 +1,116 @@
+package resources
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+)
+
+// TestAPIServerRoundTrip creates every built object in a real API server and
+// checks that (a) the server accepts it and (b) the update helpers see the
+// stored, defaulted object as unchanged — otherwise the controller would
+// write (or roll Pods) on every pass.
+func TestAPIServerRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	env := testenv.Start(t)
+	ctx := context.Background()
+	c := env.Client
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fn-test-1"}}))
+
+	functions := map[string]*v1alpha2.Function{
+		"nodejs20 as in the dump": newFunction(v1alpha2.RuntimeNodejs20),
+		"python312 with everything": newFunction(v1alpha2.RuntimePython312, func(fn *v1alpha2.Function) {
+			fn.Name = "hello-py"
+			fn.Spec.Replicas = ptr.To[int32](2)
+			fn.Spec.Labels = map[string]string{"tier": "backend"}
+			fn.Spec.Annotations = map[string]string{"team.example.com/owner": "a", AnnotationIstioNativeSidecar: "true"}
+			fn.Spec.Env = []corev1.EnvVar{
+				{Name: "PLAIN", Value: "v"},
+				{Name: "EMPTY"},
+				{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+				{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+				{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}},
+				{Name: "CONF", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}, Key: "k", Optional: ptr.To(true)}}},
+			}
+			fn.Spec.SecretMounts = []v1alpha2.SecretMount{
+				{SecretName: "db-creds", MountPath: "/db"},
+				{SecretName: "tls.example.com", MountPath: "/tls"},
+				{SecretName: "tmp-dir", MountPath: "/t"},
+			}
+			fn.Spec.ResourceConfiguration = &v1alpha2.ResourceConfiguration{Function: &v1alpha2.ResourceRequirements{
+				Resources: &corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.25"), corev1.ResourceMemory: resource.MustParse("1024Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m"), corev1.ResourceMemory: resource.MustParse("2048Mi")},
+				},
+			}}
+			fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](3)}
+		}),
+		"git with key auth": gitFunction(func(fn *v1alpha2.Function) {
+			fn.Name = "hello-git"
+			fn.Spec.Source.GitRepository.Auth = &v1alpha2.RepositoryAuth{Type: GitAuthKey, SecretName: "git-creds"}
+		}),
+	}
+	for name, fn := range functions {
+		t.Run(name, func(t *testing.T) {
+			in := inputs(fn)
+
+			cmName := "none"
+			if cm := SourceConfigMap(in); cm != nil {
+				require.NoError(t, c.Create(ctx, cm))
+				_, changed := UpdateConfigMap(cm, SourceConfigMap(in))
+				assert.False(t, changed, "ConfigMap")
+				cmName = cm.Name
+			}
+
+			job := BuildJob(in, cmName)
+			require.NoError(t, c.Create(ctx, job), "the API server accepts the Job")
+			assert.Equal(t, PushImage(in), JobDestination(job))
+			_, changed := UpdateJob(job, BuildJob(in, cmName))
+			assert.False(t, changed, "Job")
+
+			dep := Deployment(in)
+			require.NoError(t, c.Create(ctx, dep), "the API server accepts the Deployment")
+			got, changed := UpdateDeployment(dep, Deployment(in))
+			assert.False(t, changed, "Deployment: stored object must compare equal, got %+v", got)
+
+			// An update built by the helper is accepted and settles.
+			in.Config.PublisherProxyAddress = "http://other/publish"
+			updated, changed := UpdateDeployment(dep, Deployment(in))
+			require.True(t, changed)
+			require.NoError(t, c.Update(ctx, updated))
+			_, changed = UpdateDeployment(updated, Deployment(in))
+			assert.False(t, changed, "Deployment after update")
+
+			svc := Service(in)
+			require.NoError(t, c.Create(ctx, svc))
+			_, changed = UpdateService(svc, Service(in))
+			assert.False(t, changed, "Service")
+
+			if hpa := HPA(in); hpa != nil {
+				require.NoError(t, c.Create(ctx, hpa))
+				_, changed = UpdateHPA(hpa, HPA(in))
+				assert.False(t, changed, "HPA")
+			}
+
+			// The objects read back from the server (not just the create
+			// responses) also compare equal.
+			var live = dep.DeepCopy()
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(updated), live))
+			_, changed = UpdateDeployment(live, Deployment(in))
+			assert.False(t, changed, "Deployment read back")
+		})
+	}
+}
