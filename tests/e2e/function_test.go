@@ -1,0 +1,544 @@
+//go:build e2e
+
+package e2e
+
+// End-to-end tests of the Function controller: the manager installs the
+// module, and bin/function-controller runs here as the chart's Deployment
+// configures it (env, log configuration volume, its own ServiceAccount; see
+// framework.RunLikeDeployment), because the local cluster only simulates
+// Pods. Build Jobs and Function Pods run on kwok's simulated nodes: a build
+// Pod succeeds, or fails when its Function is labelled buildFailLabel
+// (hack/cluster/stages.yaml).
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/tests/framework"
+)
+
+// buildFailLabel on a Function makes kwok fail its build Pods.
+const buildFailLabel = "local.serverless.kyma-project.io/build"
+
+// fnEnv is the module installed by the manager plus the Function controller
+// running as its Deployment would.
+type fnEnv struct {
+	*env
+	fc   *framework.PodProcess
+	fcs  client.Client // knows Functions
+	jobs *jobLog
+}
+
+func startFunctionController(t *testing.T) *fnEnv {
+	t.Helper()
+	e := startManager(t)
+	e.applySample("default-serverless-cr.yaml")
+	e.waitState("default", v1alpha1.StateReady)
+
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	require.NoError(t, v1alpha2.AddToScheme(s))
+	require.NoError(t, apiextensionsv1.AddToScheme(s))
+	fcs, err := e.cluster.NewClient(s)
+	require.NoError(t, err)
+	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
+	require.NoError(t, err)
+
+	fc, err := e.cluster.StartFunctionController(t.Context(), "function-controller-"+t.Name())
+	require.NoError(t, err)
+	f := &fnEnv{env: e, fc: fc, fcs: fcs, jobs: watchJobs(t, wc)}
+	// Registered after startManager's cleanup, so it runs first: the
+	// controller stops before the uninstall removes its ServiceAccount.
+	t.Cleanup(func() {
+		if err := fc.Stop(); err != nil {
+			t.Errorf("stopping the Function controller: %v", err)
+		}
+	})
+	f.waitControllerReady()
+	return f
+}
+
+// waitControllerReady waits for the controller's readiness endpoint, on
+// the loopback port that replaced the container's health port.
+func (f *fnEnv) waitControllerReady() {
+	f.t.Helper()
+	addr := f.fc.Plan.Addresses["health"]
+	require.NotEmpty(f.t, addr, "the Deployment's health port has a local address")
+	framework.WaitFor(f.t, time.Minute, "the Function controller to be ready", func(ctx context.Context) (bool, string, error) {
+		if exited, err := f.fc.Exited(); exited {
+			return false, "", framework.StopWaiting(fmt.Errorf("the Function controller exited: %v", err))
+		}
+		out, err := exec.CommandContext(ctx, "curl", "-fsS", "http://"+addr+"/readyz").CombinedOutput()
+		return err == nil, string(out), nil
+	}, framework.DumpLog(f.fc.Process, 40))
+}
+
+func (f *fnEnv) dumpsFor(ns, name string) []func() string {
+	return []func() string{
+		framework.DumpObject(f.fcs, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}),
+		framework.DumpEvents(f.c, ns),
+		framework.DumpPods(f.c, ns),
+		framework.DumpLog(f.fc.Process, 60),
+	}
+}
+
+func inline(ns, name string, rt v1alpha2.Runtime, greeting string) *v1alpha2.Function {
+	fn := &v1alpha2.Function{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha2.FunctionSpec{Runtime: rt, Source: v1alpha2.Source{Inline: &v1alpha2.InlineSource{}}},
+	}
+	if strings.HasPrefix(string(rt), "python") {
+		fn.Spec.Source.Inline.Source = fmt.Sprintf("def main(event, context):\n    return %q\n", greeting)
+	} else {
+		fn.Spec.Source.Inline.Source = fmt.Sprintf("module.exports = { main: function (event, context) { return %q; } };\n", greeting)
+		fn.Spec.Source.Inline.Dependencies = fmt.Sprintf(`{ "name": %q, "version": "1.0.0", "dependencies": {} }`, name)
+	}
+	return fn
+}
+
+func condition(fn *v1alpha2.Function, typ string) *v1alpha2.Condition {
+	for i := range fn.Status.Conditions {
+		if fn.Status.Conditions[i].Type == typ {
+			return &fn.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func describeFunction(fn *v1alpha2.Function) string {
+	parts := []string{fmt.Sprintf("generation=%d observed=%d replicas=%d image=%s", fn.Generation, fn.Status.ObservedGeneration, fn.Status.Replicas, fn.Status.BuiltImage)}
+	for _, c := range fn.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// isRunning: all three conditions True for the current generation.
+func isRunning(fn *v1alpha2.Function) bool {
+	for _, typ := range []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionBuildReady, v1alpha2.ConditionRunning} {
+		if c := condition(fn, typ); c == nil || c.Status != corev1.ConditionTrue {
+			return false
+		}
+	}
+	return fn.Status.ObservedGeneration == fn.Generation
+}
+
+func (f *fnEnv) waitFunction(ns, name, what string, timeout time.Duration, ok func(fn *v1alpha2.Function) bool) *v1alpha2.Function {
+	f.t.Helper()
+	fn := &v1alpha2.Function{}
+	framework.WaitFor(f.t, timeout, fmt.Sprintf("Function %s/%s %s", ns, name, what), func(ctx context.Context) (bool, string, error) {
+		if exited, err := f.fc.Exited(); exited {
+			return false, "", framework.StopWaiting(fmt.Errorf("the Function controller exited: %v", err))
+		}
+		if err := f.fcs.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, fn); err != nil {
+			return false, "", err
+		}
+		return ok(fn), describeFunction(fn), nil
+	}, f.dumpsFor(ns, name)...)
+	return fn
+}
+
+func (f *fnEnv) waitRunning(ns, name string) *v1alpha2.Function {
+	f.t.Helper()
+	return f.waitFunction(ns, name, "to be Running", 2*time.Minute, isRunning)
+}
+
+// editFunction changes a Function with retries on conflicts (the controller writes its status).
+func (f *fnEnv) editFunction(ns, name string, change func(fn *v1alpha2.Function)) {
+	f.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fn := &v1alpha2.Function{}
+		if err := f.fcs.Get(f.t.Context(), types.NamespacedName{Namespace: ns, Name: name}, fn); err != nil {
+			return err
+		}
+		change(fn)
+		return f.fcs.Update(f.t.Context(), fn)
+	})
+	require.NoError(f.t, err, "editing Function %s/%s", ns, name)
+}
+
+// children lists what the controller made for a Function, by its name label.
+func (f *fnEnv) children(ctx context.Context, ns, name string) (jobs []batchv1.Job, deployments []appsv1.Deployment, services []corev1.Service, configMaps []corev1.ConfigMap, err error) {
+	sel := client.MatchingLabels{v1alpha2.LabelFunctionName: name, v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}
+	var jl batchv1.JobList
+	var dl appsv1.DeploymentList
+	var sl corev1.ServiceList
+	var cl corev1.ConfigMapList
+	for _, l := range []client.ObjectList{&jl, &dl, &sl, &cl} {
+		if err := f.c.List(ctx, l, client.InNamespace(ns), sel); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	return jl.Items, dl.Items, sl.Items, cl.Items, nil
+}
+
+func (f *fnEnv) deployment(ns, name string) *appsv1.Deployment {
+	f.t.Helper()
+	_, ds, _, _, err := f.children(f.t.Context(), ns, name)
+	require.NoError(f.t, err)
+	require.Len(f.t, ds, 1, "one Deployment for Function %s/%s", ns, name)
+	return &ds[0]
+}
+
+// baseCopies are the per-namespace prerequisites: the base objects of the
+// module namespace (labelled serverless.kyma-project.io/config), by kind and name.
+func (f *fnEnv) baseCopies() []client.Object {
+	f.t.Helper()
+	var out []client.Object
+	sel := client.HasLabels{v1alpha2.LabelConfig}
+	var cms corev1.ConfigMapList
+	var secrets corev1.SecretList
+	var sas corev1.ServiceAccountList
+	require.NoError(f.t, f.c.List(f.t.Context(), &cms, client.InNamespace(ns), sel))
+	require.NoError(f.t, f.c.List(f.t.Context(), &secrets, client.InNamespace(ns), sel))
+	require.NoError(f.t, f.c.List(f.t.Context(), &sas, client.InNamespace(ns), sel))
+	for i := range cms.Items {
+		out = append(out, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cms.Items[i].Name}})
+	}
+	for i := range secrets.Items {
+		out = append(out, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secrets.Items[i].Name}})
+	}
+	for i := range sas.Items {
+		out = append(out, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sas.Items[i].Name}})
+	}
+	require.Len(f.t, out, 5, "three Dockerfile ConfigMaps, the registry Secret and the Function ServiceAccount in %s", ns)
+	return out
+}
+
+// copiesIn reports which of the base copies exist in namespace ns.
+func (f *fnEnv) copiesIn(ctx context.Context, namespace string, base []client.Object) (present, missing []string, err error) {
+	for _, b := range base {
+		obj := b.DeepCopyObject().(client.Object)
+		name := fmt.Sprintf("%T %s", obj, b.GetName())
+		err := f.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: b.GetName()}, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, name)
+		case err != nil:
+			return nil, nil, err
+		default:
+			present = append(present, name)
+		}
+	}
+	return present, missing, nil
+}
+
+func TestFunctionsBuildRunAndGo(t *testing.T) {
+	f := startFunctionController(t)
+	ctx := t.Context()
+	base := f.baseCopies()
+	fnNS := f.cluster.Namespace(t, "functions")
+
+	names := map[v1alpha2.Runtime]string{}
+	t.Run("one Function per runtime reaches Running", func(t *testing.T) {
+		start := time.Now()
+		for _, rt := range v1alpha2.Runtimes() {
+			names[rt] = "hello-" + string(rt)
+			require.NoError(t, f.fcs.Create(ctx, inline(fnNS, names[rt], rt, "hello from "+string(rt))))
+		}
+		for _, rt := range v1alpha2.Runtimes() {
+			fn := f.waitRunning(fnNS, names[rt])
+			assert.Equal(t, rt, fn.Status.Runtime, "status.runtime")
+			assert.Equal(t, int32(1), fn.Status.Replicas)
+			assert.NotEmpty(t, fn.Status.PodSelector)
+			assert.NotEmpty(t, fn.Status.BuiltImage)
+			jobs, deployments, services, configMaps, err := f.children(ctx, fnNS, names[rt])
+			require.NoError(t, err)
+			require.Len(t, jobs, 1, "one build")
+			assert.Equal(t, int32(1), jobs[0].Status.Succeeded)
+			require.Len(t, deployments, 1)
+			assert.Equal(t, fn.Status.BuiltImage, deployments[0].Spec.Template.Spec.Containers[0].Image, "the Deployment runs the built image")
+			require.Len(t, services, 1)
+			assert.Equal(t, names[rt], services[0].Name)
+			assert.Len(t, configMaps, 1, "one source ConfigMap")
+			assert.Equal(t, 1, f.jobs.count(fnNS, names[rt]), "Jobs ever created for %s", names[rt])
+		}
+		t.Logf("three Functions Running %s after their creation", time.Since(start).Round(time.Millisecond))
+		present, missing, err := f.copiesIn(ctx, fnNS, base)
+		require.NoError(t, err)
+		assert.Empty(t, missing, "the namespace's prerequisites (present: %v)", present)
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("a source change rebuilds once", func(t *testing.T) {
+		name := names[v1alpha2.RuntimeNodejs22]
+		before := f.waitRunning(fnNS, name)
+		deployment := f.deployment(fnNS, name)
+		jobs := f.jobs.count(fnNS, name)
+		f.editFunction(fnNS, name, func(fn *v1alpha2.Function) {
+			fn.Spec.Source.Inline.Source = strings.Replace(fn.Spec.Source.Inline.Source, "hello", "good morning", 1)
+		})
+		after := f.waitFunction(fnNS, name, "to run the rebuilt image", 2*time.Minute, func(fn *v1alpha2.Function) bool {
+			return isRunning(fn) && fn.Status.BuiltImage != before.Status.BuiltImage
+		})
+		updated := f.deployment(fnNS, name)
+		assert.Equal(t, deployment.UID, updated.UID, "the same Deployment is updated")
+		assert.Equal(t, after.Status.BuiltImage, updated.Spec.Template.Spec.Containers[0].Image)
+		f.requireJobsStay(fnNS, name, jobs+1, "exactly one new build")
+	})
+
+	t.Run("an env change rolls the Deployment without a build", func(t *testing.T) {
+		name := names[v1alpha2.RuntimeNodejs20]
+		before := f.waitRunning(fnNS, name)
+		deployment := f.deployment(fnNS, name)
+		jobs := f.jobs.count(fnNS, name)
+		f.editFunction(fnNS, name, func(fn *v1alpha2.Function) {
+			fn.Spec.Env = append(fn.Spec.Env, corev1.EnvVar{Name: "GREETING_STYLE", Value: "loud"})
+		})
+		framework.WaitFor(t, time.Minute, "the Deployment to carry the new env", func(ctx context.Context) (bool, string, error) {
+			d := &appsv1.Deployment{}
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(deployment), d); err != nil {
+				return false, "", err
+			}
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "GREETING_STYLE" && e.Value == "loud" {
+					return true, "", nil
+				}
+			}
+			return false, fmt.Sprintf("generation %d", d.Generation), nil
+		}, f.dumpsFor(fnNS, name)...)
+		after := f.waitRunning(fnNS, name)
+		assert.Equal(t, before.Status.BuiltImage, after.Status.BuiltImage, "same image")
+		f.requireJobsStay(fnNS, name, jobs, "no build for an env change")
+	})
+
+	t.Run("a failed build shows BuildReady=False and recovers when fixed", func(t *testing.T) {
+		name := "will-fail"
+		fn := inline(fnNS, name, v1alpha2.RuntimePython312, "this build fails first")
+		fn.Labels = map[string]string{buildFailLabel: "fail"}
+		require.NoError(t, f.fcs.Create(ctx, fn))
+		failed := f.waitFunction(fnNS, name, "to report the failed build", time.Minute, func(fn *v1alpha2.Function) bool {
+			c := condition(fn, v1alpha2.ConditionBuildReady)
+			return c != nil && c.Status == corev1.ConditionFalse
+		})
+		c := condition(failed, v1alpha2.ConditionBuildReady)
+		assert.Equal(t, v1alpha2.ReasonJobFailed, c.Reason)
+		assert.NotEmpty(t, c.Message, "the Job's failure is in the message")
+		t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)
+		// Other Functions are unaffected.
+		assert.True(t, isRunning(f.waitRunning(fnNS, names[v1alpha2.RuntimePython312])))
+
+		f.editFunction(fnNS, name, func(fn *v1alpha2.Function) { delete(fn.Labels, buildFailLabel) })
+		// The retry follows the failure backoff (APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION, 30 s in the chart).
+		recovered := f.waitFunction(fnNS, name, "to recover after the fix", 3*time.Minute, isRunning)
+		assert.NotEmpty(t, recovered.Status.BuiltImage)
+	})
+
+	t.Run("kubectl scale function changes the replicas", func(t *testing.T) {
+		name := names[v1alpha2.RuntimePython312]
+		jobs := f.jobs.count(fnNS, name)
+		kubectl := filepath.Join(f.cluster.Root(), "bin", "assets", "kubectl")
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", f.cluster.KubeconfigPath(), "-n", fnNS,
+			"scale", "function", name, "--replicas=3").CombinedOutput()
+		require.NoError(t, err, "kubectl scale: %s", out)
+		f.waitFunction(fnNS, name, "to report 3 replicas", time.Minute, func(fn *v1alpha2.Function) bool {
+			return isRunning(fn) && fn.Status.Replicas == 3
+		})
+		d := f.deployment(fnNS, name)
+		require.NotNil(t, d.Spec.Replicas)
+		assert.Equal(t, int32(3), *d.Spec.Replicas)
+		out, err = exec.CommandContext(ctx, kubectl, "--kubeconfig", f.cluster.KubeconfigPath(), "-n", fnNS,
+			"get", "function", name, "-o", "jsonpath={.status.replicas}").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, "3", string(out), "the scale subresource's status path")
+		f.requireJobsStay(fnNS, name, jobs, "no build for a scale")
+	})
+
+	t.Run("deleting Functions removes their objects and, with the last, the namespace copies", func(t *testing.T) {
+		first := names[v1alpha2.RuntimeNodejs22]
+		require.NoError(t, f.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: first}}))
+		f.waitNoChildren(fnNS, first)
+		present, missing, err := f.copiesIn(ctx, fnNS, base)
+		require.NoError(t, err)
+		assert.Empty(t, missing, "copies stay while Functions remain (present: %v)", present)
+
+		var list v1alpha2.FunctionList
+		require.NoError(t, f.fcs.List(ctx, &list, client.InNamespace(fnNS)))
+		for i := range list.Items {
+			require.NoError(t, client.IgnoreNotFound(f.fcs.Delete(ctx, &list.Items[i])))
+		}
+		for i := range list.Items {
+			f.waitNoChildren(fnNS, list.Items[i].Name)
+		}
+		framework.WaitFor(t, time.Minute, "the copies in "+fnNS+" to be removed", func(ctx context.Context) (bool, string, error) {
+			present, _, err := f.copiesIn(ctx, fnNS, base)
+			return len(present) == 0, fmt.Sprintf("still there: %v", present), err
+		}, framework.DumpLog(f.fc.Process, 40))
+	})
+}
+
+// Builds interrupted by kill -9 of the controller converge to exactly one
+// Job per build and one Deployment per Function.
+func TestFunctionControllerKilledDuringBuilds(t *testing.T) {
+	f := startFunctionController(t)
+	ctx := t.Context()
+	fnNS := f.cluster.Namespace(t, "kill9")
+	var names []string
+	for i := range 6 {
+		rt := v1alpha2.Runtimes()[i%3]
+		name := fmt.Sprintf("fn-%d", i)
+		names = append(names, name)
+		require.NoError(t, f.fcs.Create(ctx, inline(fnNS, name, rt, fmt.Sprintf("greeting %d", i))))
+	}
+	for i := range 5 {
+		time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
+		require.NoError(t, f.fc.Kill9(), "kill -9 #%d", i+1)
+		require.NoError(t, f.fc.Restart(), "restart #%d", i+1)
+	}
+	for _, name := range names {
+		f.waitRunning(fnNS, name)
+	}
+	for _, name := range names {
+		f.requireJobsStay(fnNS, name, 1, "one build per Function despite the kills")
+		jobs, deployments, _, _, err := f.children(ctx, fnNS, name)
+		require.NoError(t, err)
+		assert.Len(t, jobs, 1, name)
+		assert.Len(t, deployments, 1, "one Deployment for %s", name)
+	}
+}
+
+// The manager's uninstall waits while Functions exist, also with the
+// controller running and its copies in user namespaces.
+func TestUninstallWaitsForRunningFunctions(t *testing.T) {
+	f := startFunctionController(t)
+	ctx := t.Context()
+	fnNS := f.cluster.Namespace(t, "guard")
+	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "keeper", v1alpha2.RuntimeNodejs22, "still here")))
+	f.waitRunning(fnNS, "keeper")
+
+	require.NoError(t, f.c.Delete(ctx, f.get("default")))
+	cr := f.waitFor("default", "the uninstall to wait for the Function", time.Minute, func(cr *v1alpha1.Serverless) bool {
+		c := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeleted)
+		return c != nil && c.Reason == v1alpha1.ReasonFunctionsExist
+	})
+	assert.Contains(t, meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeleted).Message, "keeper")
+	time.Sleep(3 * time.Second) // the guard must hold, not just appear
+	require.NoError(t, f.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, &appsv1.Deployment{}), "the controller is still installed")
+	f.waitRunning(fnNS, "keeper")
+
+	// The controller goes first (the uninstall removes its ServiceAccount),
+	// then the Function, and the uninstall finishes by itself.
+	require.NoError(t, f.fc.Stop())
+	require.NoError(t, f.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: "keeper"}}))
+	framework.WaitFor(t, 2*time.Minute, "the Serverless CR to be gone", func(ctx context.Context) (bool, string, error) {
+		err := f.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, &v1alpha1.Serverless{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	}, f.dumps("default")...)
+}
+
+// waitNoChildren waits until nothing labelled as a child of the Function is left.
+func (f *fnEnv) waitNoChildren(ns, name string) {
+	f.t.Helper()
+	framework.WaitFor(f.t, time.Minute, fmt.Sprintf("the objects of Function %s/%s to be gone", ns, name), func(ctx context.Context) (bool, string, error) {
+		jobs, deployments, services, configMaps, err := f.children(ctx, ns, name)
+		n := len(jobs) + len(deployments) + len(services) + len(configMaps)
+		return n == 0, fmt.Sprintf("%d Jobs, %d Deployments, %d Services, %d ConfigMaps", len(jobs), len(deployments), len(services), len(configMaps)), err
+	}, framework.DumpLog(f.fc.Process, 40))
+}
+
+// requireJobsStay checks that the Function has had exactly want Jobs, now
+// and for a few more seconds (a wrong build would appear within them).
+func (f *fnEnv) requireJobsStay(ns, name string, want int, why string) {
+	f.t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if got := f.jobs.count(ns, name); got != want {
+			f.t.Fatalf("%s: Function %s/%s has had %d build Jobs, want %d: %v", why, ns, name, got, want, f.jobs.names(ns, name))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// jobLog records every build Job the controller ever created during a
+// test, by Function, from a watch: Jobs that are deleted again still count.
+type jobLog struct {
+	mu   sync.Mutex
+	seen map[string]map[types.UID]string // ns/function → uid → Job name
+	err  error
+}
+
+func watchJobs(t *testing.T, c client.WithWatch) *jobLog {
+	l := &jobLog{seen: map[string]map[types.UID]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			// A watch without resourceVersion begins with every existing Job,
+			// so a restarted watch misses nothing that still exists; UIDs dedupe.
+			w, err := c.Watch(ctx, &batchv1.JobList{}, client.MatchingLabels{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController})
+			if err != nil {
+				l.mu.Lock()
+				l.err = err
+				l.mu.Unlock()
+				time.Sleep(time.Second)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				job, ok := ev.Object.(*batchv1.Job)
+				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+					continue
+				}
+				key := job.Namespace + "/" + job.Labels[v1alpha2.LabelFunctionName]
+				l.mu.Lock()
+				if l.seen[key] == nil {
+					l.seen[key] = map[types.UID]string{}
+				}
+				l.seen[key][job.UID] = job.Name
+				l.mu.Unlock()
+			}
+			w.Stop()
+		}
+	}()
+	return l
+}
+
+func (l *jobLog) count(ns, name string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.seen[ns+"/"+name])
+}
+
+func (l *jobLog) names(ns, name string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, n := range l.seen[ns+"/"+name] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	if l.err != nil {
+		out = append(out, "(watch error: "+l.err.Error()+")")
+	}
+	return out
+}
