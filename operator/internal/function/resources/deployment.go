@@ -173,5 +173,11 @@ func secretVolumeName(secret string, used map[string]bool) string {
 		return secret
 	}
 	sum := sha256.Sum256([]byte(secret))
-	return "secret-" + hex.EncodeToString(sum[:])[:16]
+	digest := hex.EncodeToString(sum[:])
+	// 16 hex digits; longer only if a valid Secret name took that name.
+	for n := 16; ; n += 8 {
+		if name := "secret-" + digest[:min(n, len(digest))]; !used[name] || n >= len(digest) {
+			return name
+		}
+	}
 }

@@ -206,3 +206,14 @@ func TestDeploymentSecretVolumes(t *testing.T) {
 		assert.Equal(t, long, v.Secret.SecretName)
 	})
 }
+
+func TestSecretVolumeNameCollision(t *testing.T) {
+	derived := "secret-" + sha("tls.example.com")[:16]
+	fn := newFunction(v1alpha2.RuntimeNodejs20, func(fn *v1alpha2.Function) {
+		fn.Spec.SecretMounts = []v1alpha2.SecretMount{{SecretName: derived, MountPath: "/a"}, {SecretName: "tls.example.com", MountPath: "/b"}}
+	})
+	vols := Deployment(inputs(fn)).Spec.Template.Spec.Volumes
+	require.Len(t, vols, 3)
+	assert.Equal(t, derived, vols[1].Name)
+	assert.Equal(t, "secret-"+sha("tls.example.com")[:24], vols[2].Name)
+}
