@@ -115,25 +115,40 @@ func TestChartRunsOurFunctionController(t *testing.T) {
 	}
 }
 
-// The ClusterRole the chart binds to the controller's ServiceAccount is the
-// generated one, rule for rule.
-func TestChartClusterRoleIsTheGeneratedOne(t *testing.T) {
+// The ClusterRole the chart binds to the controller's ServiceAccount, and
+// the leader election Role of several replicas, are the generated ones,
+// rule for rule.
+func TestChartRolesAreTheGeneratedOnes(t *testing.T) {
 	generated, err := manifest.ReadFile(filepath.Join(repo.MustRoot(), roleFile))
 	require.NoError(t, err)
-	require.Len(t, generated, 1)
-	want := typed[rbacv1.ClusterRole](t, generated[0])
-	require.NotEmpty(t, want.Rules)
+	var wantCluster *rbacv1.ClusterRole
+	var wantLeader *rbacv1.Role
+	for _, o := range generated {
+		switch o.GetKind() {
+		case "ClusterRole":
+			wantCluster = typed[rbacv1.ClusterRole](t, o)
+		case "Role":
+			wantLeader = typed[rbacv1.Role](t, o)
+		}
+	}
+	require.NotNil(t, wantCluster, "a ClusterRole in %s", roleFile)
+	require.NotNil(t, wantLeader, "a Role (leader election) in %s", roleFile)
+	require.NotEmpty(t, wantCluster.Rules)
 
 	r := renderer(t)
 	for _, v := range variants() {
 		t.Run(v.name, func(t *testing.T) {
 			objs := v.render(t, r)
 			role := typed[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "serverless"))
-			assert.Equal(t, want.Rules, role.Rules)
+			assert.Equal(t, wantCluster.Rules, role.Rules)
 			binding := typed[rbacv1.ClusterRoleBinding](t, find(t, objs, "ClusterRoleBinding", "serverless"))
 			assert.Equal(t, "serverless", binding.RoleRef.Name)
 			require.Len(t, binding.Subjects, 1)
 			assert.Equal(t, module.FunctionController().ServiceAccount, binding.Subjects[0].Name)
+			if v.name == "webhooks-and-replicas" || v.name == "everything" {
+				leader := typed[rbacv1.Role](t, find(t, objs, "Role", "serverless-leader-election"))
+				assert.Equal(t, wantLeader.Rules, leader.Rules)
+			}
 		})
 	}
 }
