@@ -13,10 +13,6 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
-// DockerfileConfigMap names the runtime's Dockerfile ConfigMap (copied into
-// every Function namespace).
-func DockerfileConfigMap(rt v1alpha2.Runtime) string { return "dockerfile-" + string(rt) }
-
 // prerequisites reads the per-namespace copies a Function needs (registry
 // Secret, Dockerfile ConfigMap, Function ServiceAccount) from the cache.
 // One missing or unusable → ConfigurationReady False PrerequisitesMissing
@@ -45,7 +41,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	}
 
 	cm := &corev1.ConfigMap{}
-	cmName := DockerfileConfigMap(p.fn.Spec.Runtime)
+	cmName := resources.DockerfileConfigMapName(p.fn.Spec.Runtime)
 	if found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, cm); err != nil {
 		return err
 	} else if !found {

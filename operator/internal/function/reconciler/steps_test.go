@@ -1,0 +1,285 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+)
+
+func (f *fixture) jobs(t *testing.T) []batchv1.Job {
+	t.Helper()
+	var l batchv1.JobList
+	require.NoError(t, f.client.List(context.Background(), &l, client.InNamespace(testNS)))
+	return l.Items
+}
+
+func (f *fixture) deployments(t *testing.T) []appsv1.Deployment {
+	t.Helper()
+	var l appsv1.DeploymentList
+	require.NoError(t, f.client.List(context.Background(), &l, client.InNamespace(testNS)))
+	return l.Items
+}
+
+func (f *fixture) finishJob(t *testing.T, j *batchv1.Job, typ batchv1.JobConditionType, reason string) {
+	t.Helper()
+	start := metav1.NewTime(f.now.Add(-10 * time.Second))
+	j.Status.StartTime = &start
+	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{
+		Type: typ, Status: corev1.ConditionTrue, Reason: reason, Message: "the message", LastTransitionTime: metav1.NewTime(f.now),
+	})
+	if typ == batchv1.JobComplete {
+		end := metav1.NewTime(f.now)
+		j.Status.CompletionTime = &end
+		j.Status.Succeeded = 1
+	} else {
+		j.Status.Failed = 1
+	}
+	require.NoError(t, f.client.Status().Update(context.Background(), j))
+	f.writes.take()
+}
+
+func assertCondition(t *testing.T, fn *v1alpha2.Function, typ string, status corev1.ConditionStatus, reason string) *v1alpha2.Condition {
+	t.Helper()
+	c := condition(&fn.Status, typ)
+	if assert.NotNil(t, c, "condition %s", typ) {
+		assert.Equal(t, status, c.Status, "%s: %s", typ, c.Message)
+		assert.Equal(t, reason, c.Reason, "%s: %s", typ, c.Message)
+	}
+	return c
+}
+
+func TestInlineFunctionFromSourceToDeployment(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+
+	// Pass 1: source ConfigMap, build Job, one status write.
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"create *v1.ConfigMap": 1, "create *v1.Job": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
+	got := f.function(t, "hello")
+	assertCondition(t, got, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
+	assertCondition(t, got, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+	assert.Equal(t, int64(1), got.Status.ObservedGeneration)
+	assert.Equal(t, "example.org/runtime-nodejs22:1", got.Status.RuntimeImage)
+	assert.Equal(t, resources.PodSelector(fn), got.Status.PodSelector)
+	jobs := f.jobs(t)
+	require.Len(t, jobs, 1)
+	assert.Equal(t, "1", jobs[0].Annotations[AnnotationGeneration])
+
+	// Pass 2, nothing changed (e.g. the Job's own create event): no write at all.
+	f.reconcile(t, "hello")
+	assert.Empty(t, f.writes.take())
+
+	// The Job finishes: Deployment and Service, build remembered.
+	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"create *v1.Deployment": 1, "create *v1.Service": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
+	got = f.function(t, "hello")
+	assertCondition(t, got, v1alpha2.ConditionBuildReady, corev1.ConditionTrue, v1alpha2.ReasonJobFinished)
+	assertCondition(t, got, v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentCreated)
+	deps := f.deployments(t)
+	require.Len(t, deps, 1)
+	assert.Equal(t, deps[0].Spec.Template.Spec.Containers[0].Image, got.Status.BuiltImage)
+	assert.Contains(t, got.Status.BuiltImage, "registry.example:5000/fn-test-hello:")
+
+	// The Deployment becomes available: Running True, one Normal event.
+	dep := deps[0]
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 1, Conditions: []appsv1.DeploymentCondition{
+		depCond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable"),
+		depCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable"),
+	}}
+	require.NoError(t, f.client.Status().Update(context.Background(), &dep))
+	f.writes.take()
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"patch/status *v1alpha2.Function": 1}, f.writes.take())
+	got = f.function(t, "hello")
+	assertCondition(t, got, v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
+	assert.Equal(t, int32(1), got.Status.Replicas)
+	assert.Equal(t, []recorded{{corev1.EventTypeNormal, v1alpha2.ReasonDeploymentReady, "Deployment " + dep.Name + " is ready"}}, f.rec.events)
+
+	// Steady state, and after the Job's TTL removed it: nothing to do, no rebuild.
+	require.NoError(t, f.client.Delete(context.Background(), &jobs[0]))
+	f.writes.take()
+	f.reconcile(t, "hello")
+	assert.Empty(t, f.writes.take())
+	assert.Empty(t, f.jobs(t))
+}
+
+func TestEnvChangeRollsTheDeploymentWithoutABuild(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	f.reconcile(t, "hello")
+	jobs := f.jobs(t)
+	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, "hello")
+	f.writes.take()
+
+	got := f.function(t, "hello")
+	got.Spec.Env = []corev1.EnvVar{{Name: "GREETING", Value: "hi"}}
+	got.Generation = 2
+	require.NoError(t, f.client.Update(context.Background(), got))
+	f.writes.take()
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"update *v1.Deployment": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
+	dep := f.deployments(t)[0]
+	assert.Equal(t, "GREETING", dep.Spec.Template.Spec.Containers[0].Env[0].Name)
+	got = f.function(t, "hello")
+	assertCondition(t, got, v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentUpdated)
+	assert.Equal(t, int64(2), got.Status.ObservedGeneration)
+	assert.Len(t, f.jobs(t), 1, "no new Job")
+}
+
+func TestSourceChangeBuildsOnceAndKeepsTheRunningImage(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	f.reconcile(t, "hello")
+	jobs := f.jobs(t)
+	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, "hello")
+	oldImage := f.deployments(t)[0].Spec.Template.Spec.Containers[0].Image
+	f.writes.take()
+
+	got := f.function(t, "hello")
+	got.Spec.Source.Inline.Source = "module.exports = { main: () => 'bye' }"
+	got.Generation = 2
+	require.NoError(t, f.client.Update(context.Background(), got))
+	f.writes.take()
+	f.reconcile(t, "hello")
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"update *v1.ConfigMap": 1, "create *v1.Job": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
+	assert.Len(t, f.jobs(t), 2)
+	assert.Equal(t, oldImage, f.deployments(t)[0].Spec.Template.Spec.Containers[0].Image, "the running image stays until the build ends")
+	got = f.function(t, "hello")
+	assertCondition(t, got, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapUpdated)
+	assertCondition(t, got, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+}
+
+func TestFailedBuildIsReportedAndRetriedAfterTheBackoff(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	f.reconcile(t, "hello")
+	jobs := f.jobs(t)
+	f.finishJob(t, &jobs[0], batchv1.JobFailed, "DeadlineExceeded")
+
+	requeue := f.reconcile(t, "hello")
+	assert.Equal(t, 30*time.Second, requeue)
+	got := f.function(t, "hello")
+	c := assertCondition(t, got, v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed)
+	assert.Contains(t, c.Message, "DeadlineExceeded: the message")
+	assert.Equal(t, []recorded{{corev1.EventTypeWarning, v1alpha2.ReasonJobFailed, c.Message}}, f.rec.events)
+	assert.Empty(t, f.deployments(t))
+	f.writes.take()
+
+	// Within the backoff: nothing.
+	f.now = f.now.Add(10 * time.Second)
+	assert.Equal(t, 20*time.Second, f.reconcile(t, "hello"))
+	assert.Empty(t, f.writes.take())
+
+	// After it: the failed Job goes, a new one comes.
+	f.now = f.now.Add(20 * time.Second)
+	assert.Zero(t, f.reconcile(t, "hello"))
+	assert.Equal(t, map[string]int{"delete *v1.Job": 1, "create *v1.Job": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
+	left := f.jobs(t)
+	require.Len(t, left, 1)
+	assert.NotEqual(t, jobs[0].Name, left[0].Name)
+	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+
+	// The second failure waits twice as long.
+	f.finishJob(t, &left[0], batchv1.JobFailed, "BackoffLimitExceeded")
+	assert.Equal(t, time.Minute, f.reconcile(t, "hello"))
+}
+
+func TestBuildCapMakesFunctionsWait(t *testing.T) {
+	objs := prerequisites(testNS)
+	for _, n := range []string{"a", "b", "c"} {
+		objs = append(objs, newFunction(n))
+	}
+	f := newFixture(t, objs...)
+	for _, n := range []string{"a", "b", "c"} {
+		f.reconcile(t, n)
+	}
+	assert.Len(t, f.jobs(t), 2, "cap of 2")
+	c := assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting)
+	assert.Equal(t, "waiting for a build slot: 2 of 2 builds running", c.Message)
+	assert.Equal(t, []types.NamespacedName{{Namespace: testNS, Name: "c"}}, f.r.slots.Waiting(2))
+
+	jobs := f.jobs(t)
+	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, "c")
+	assert.Len(t, f.jobs(t), 3)
+	assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+	assert.Empty(t, f.r.slots.Waiting(2))
+}
+
+func TestPrerequisitesMissing(t *testing.T) {
+	objs := prerequisites(testNS)
+	tests := []struct {
+		name string
+		drop string
+		want string
+	}{
+		{"registry Secret", "serverless-registry-config-default", "registry Secret serverless-registry-config-default not found in namespace fn-test"},
+		{"Dockerfile ConfigMap", "dockerfile-nodejs22", "Dockerfile ConfigMap dockerfile-nodejs22 not found in namespace fn-test"},
+		{"ServiceAccount", "serverless-function", "ServiceAccount serverless-function not found in namespace fn-test"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var keep []client.Object
+			for _, o := range objs {
+				if o.GetName() != tt.drop {
+					keep = append(keep, o)
+				}
+			}
+			f := newFixture(t, append(keep, newFunction("hello"))...)
+			f.reconcile(t, "hello")
+			c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
+			assert.Contains(t, c.Message, tt.want)
+			assert.Empty(t, f.jobs(t))
+		})
+	}
+}
+
+func TestInvalidFunctionIsReportedOnce(t *testing.T) {
+	fn := newFunction("hello")
+	fn.Spec.Env = []corev1.EnvVar{{Name: "1X"}}
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	assert.Zero(t, f.reconcile(t, "hello"))
+	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonInvalidFunctionSpec)
+	f.writes.take()
+	f.reconcile(t, "hello")
+	assert.Empty(t, f.writes.take())
+	assert.Len(t, f.rec.events, 1)
+	assert.Empty(t, f.jobs(t))
+}
+
+func TestDeploymentOf184IsAdoptedWithoutABuild(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	// What 1.8.4 left: a Deployment running the image the tag formula gives, no Job.
+	p := newPass(fn, &f.r.cfg, metav1.NewTime(f.now))
+	require.NoError(t, f.r.prerequisites(context.Background(), p))
+	dep := resources.Deployment(p.in)
+	dep.Name = "hello-old12"
+	require.NoError(t, f.client.Create(context.Background(), dep))
+	f.writes.take()
+
+	f.reconcile(t, "hello")
+	assert.Empty(t, f.jobs(t))
+	got := f.function(t, "hello")
+	assertCondition(t, got, v1alpha2.ConditionBuildReady, corev1.ConditionTrue, v1alpha2.ReasonJobFinished)
+	assert.Equal(t, p.pullImage, got.Status.BuiltImage)
+	deps := f.deployments(t)
+	require.Len(t, deps, 1)
+	assert.Equal(t, dep.Generation, deps[0].Generation)
+}
