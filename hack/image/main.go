@@ -1,0 +1,220 @@
+// Command image builds the OCI image of each binary of the module without
+// a container engine: `make image` writes bin/image/<binary>/, an OCI image
+// layout (push it with `skopeo copy oci:bin/image/manager docker://...`).
+// The Dockerfile builds the same image where a container engine exists.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kyma-project/serverless-manager/hack/image/ociimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+)
+
+// options of one run; binaries empty means every binary of the module.
+type options struct {
+	root       string
+	out        string
+	repository string
+	arch       string
+	caCerts    string
+	created    time.Time
+	binaries   []string
+}
+
+// result is one image written.
+type result struct {
+	identity module.Identity
+	dir      string
+	ref      string
+	digest   v1.Hash
+	size     int64
+}
+
+func main() {
+	root, err := repo.Root()
+	if err != nil {
+		fail(err)
+	}
+	o := options{root: root}
+	flag.StringVar(&o.out, "out", filepath.Join(root, "bin", "image"), "directory that gets one OCI layout per binary")
+	flag.StringVar(&o.repository, "repository", "europe-docker.pkg.dev/kyma-project/prod", "image repository prefix of the reference names")
+	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "target architecture (GOARCH)")
+	flag.StringVar(&o.caCerts, "ca-certs", ociimage.CACertsPath, "CA bundle of the build machine copied into the images")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: image [flags] [binary ...]\n\nbinaries: %s (default all)\n\n", strings.Join(binaryNames(), ", "))
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	o.binaries = flag.Args()
+	if o.created, err = sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH")); err != nil {
+		fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	results, err := run(ctx, o)
+	for _, r := range results {
+		rel, _ := filepath.Rel(root, r.dir)
+		fmt.Printf("%s: %s %s %.1f MB\n", rel, r.ref, r.digest, float64(r.size)/1e6)
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "image:", err)
+	os.Exit(1)
+}
+
+func binaryNames() []string {
+	var names []string
+	for _, id := range module.Binaries() {
+		names = append(names, id.Binary)
+	}
+	return names
+}
+
+// sourceDateEpoch is the reproducible-builds convention for the one
+// timestamp of a build; unset means the Unix epoch.
+func sourceDateEpoch(v string) (time.Time, error) {
+	if v == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q: %w", v, err)
+	}
+	return time.Unix(sec, 0).UTC(), nil
+}
+
+// run builds the images of the selected binaries. A binary that fails does
+// not stop the others; every failure is in the returned error.
+func run(ctx context.Context, o options) ([]result, error) {
+	ids, err := selectBinaries(o.binaries)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(o.root, "VERSION"))
+	if err != nil {
+		return nil, fmt.Errorf("version: %w", err)
+	}
+	version := strings.TrimSpace(string(data))
+	caCerts, err := ociimage.ReadCACerts(o.caCerts)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "image-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+
+	var results []result
+	var errs []error
+	for _, id := range ids {
+		spec := ociimage.Spec{
+			Title:      id.Name,
+			Binary:     id.Binary,
+			BinaryPath: filepath.Join(tmp, id.Binary),
+			CACerts:    caCerts,
+			Version:    version,
+			Revision:   gitRevision(ctx, o.root),
+			Created:    o.created,
+			OS:         "linux",
+			Arch:       o.arch,
+		}
+		r, err := buildOne(ctx, o, id, spec)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id.Binary, err))
+			continue
+		}
+		results = append(results, r)
+	}
+	return results, errors.Join(errs...)
+}
+
+func selectBinaries(names []string) ([]module.Identity, error) {
+	if len(names) == 0 {
+		return module.Binaries(), nil
+	}
+	var ids []module.Identity
+	for _, n := range names {
+		found := false
+		for _, id := range module.Binaries() {
+			if id.Binary == n {
+				ids, found = append(ids, id), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no binary %q; the module's binaries are %s", n, strings.Join(binaryNames(), ", "))
+		}
+	}
+	return ids, nil
+}
+
+func buildOne(ctx context.Context, o options, id module.Identity, spec ociimage.Spec) (result, error) {
+	if err := ociimage.GoBuild(ctx, o.root, id.Package, spec.OS, spec.Arch, spec.BinaryPath); err != nil {
+		return result{}, err
+	}
+	img, err := ociimage.Build(spec)
+	if err != nil {
+		return result{}, err
+	}
+	r := result{
+		identity: id,
+		dir:      filepath.Join(o.out, id.Binary),
+		ref:      o.repository + "/" + id.Name + ":" + spec.Version,
+	}
+	if err := ociimage.WriteLayout(r.dir, img, r.ref); err != nil {
+		return result{}, err
+	}
+	if r.digest, err = img.Digest(); err != nil {
+		return result{}, err
+	}
+	r.size, err = compressedSize(img)
+	return r, err
+}
+
+// compressedSize is what a registry stores and a node pulls: the layers,
+// the config and the manifest.
+func compressedSize(img v1.Image) (int64, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return 0, err
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return 0, err
+	}
+	size := m.Config.Size + int64(len(raw))
+	for _, l := range m.Layers {
+		size += l.Size
+	}
+	return size, nil
+}
+
+// gitRevision is HEAD's commit, or "" outside a git checkout.
+func gitRevision(ctx context.Context, dir string) string {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "HEAD")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
