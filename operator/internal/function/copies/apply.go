@@ -71,10 +71,18 @@ func (r *Reconciler) adopt(ctx context.Context, desired client.Object) error {
 		r.mem.optOut(k, r.optOutTTL(k.Kind))
 		return nil
 	}
+	// Errors below are returned, races included: the object is not cached,
+	// so no event would bring another pass; the retry does.
+	if live.GetDeletionTimestamp() != nil {
+		return fmt.Errorf("the existing copy is being deleted, waiting for it to go")
+	}
 	if mustRecreate(live, desired) {
-		if err := r.delete(ctx, live); err != nil {
-			return err
+		uid, rv := live.GetUID(), live.GetResourceVersion()
+		if err := r.client.Delete(ctx, live, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the existing copy of another type: %w", err)
 		}
+		// Once more through create: a copy held by a finalizer ends in the
+		// deletion check above, so this does not loop.
 		return r.create(ctx, desired)
 	}
 	u, changed := update(live, desired)
@@ -83,7 +91,7 @@ func (r *Reconciler) adopt(ctx context.Context, desired client.Object) error {
 		return nil
 	}
 	if err := r.client.Update(ctx, u); err != nil {
-		return ignoreRace(err)
+		return fmt.Errorf("adopting the existing copy: %w", err)
 	}
 	// The cache showed nothing: it gets the adopted copy as a new object.
 	r.mem.wrote(k, "")

@@ -35,7 +35,8 @@ type Action struct {
 
 // Plan compares the desired copies of a namespace with the live ones (the
 // copies the cache holds there) and returns the writes that make them equal,
-// none when they are. Copies are matched by kind and name.
+// none when they are. Copies are matched by kind and name. A copy being
+// deleted is left to go; it is created anew once it is gone.
 func Plan(desired, live []client.Object) []Action {
 	byKey := make(map[[2]string]client.Object, len(live))
 	for _, l := range live {
@@ -49,6 +50,8 @@ func Plan(desired, live []client.Object) []Action {
 		switch {
 		case !ok:
 			out = append(out, Action{Op: OpCreate, Object: d})
+		case l.GetDeletionTimestamp() != nil:
+			// Someone's finalizer holds it; its removal brings another pass.
 		case mustRecreate(l, d):
 			out = append(out, Action{Op: OpRecreate, Object: d, Live: l})
 		default:
@@ -59,7 +62,9 @@ func Plan(desired, live []client.Object) []Action {
 	}
 	var gone []client.Object
 	for _, l := range byKey {
-		gone = append(gone, l)
+		if l.GetDeletionTimestamp() == nil {
+			gone = append(gone, l)
+		}
 	}
 	sortObjects(gone)
 	for _, l := range gone {

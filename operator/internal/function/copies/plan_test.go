@@ -149,6 +149,21 @@ func TestPlan(t *testing.T) {
 			}}},
 		},
 		{
+			"copy held by a finalizer while being deleted: left to go, no create",
+			desired,
+			[]client.Object{same[0], asLive(secret, func(s *corev1.Secret) {
+				s.DeletionTimestamp = ptr.To(metav1.Now())
+				s.Data = nil
+			}), same[2]},
+			nil,
+		},
+		{
+			"unwanted copy already being deleted: no second delete",
+			nil,
+			[]client.Object{asLive(cm, func(c *corev1.ConfigMap) { c.DeletionTimestamp = ptr.To(metav1.Now()) })},
+			nil,
+		},
+		{
 			"last Function gone: every copy deleted, in order",
 			nil,
 			[]client.Object{same[2], same[0], same[1]},
