@@ -1,0 +1,140 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"debug/elf"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kyma-project/serverless-manager/hack/image/ociimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+)
+
+// caFile writes a PEM bundle with one self-signed certificate, so the test
+// does not depend on the machine's CA bundle.
+func caFile(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "image test CA"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	return path
+}
+
+// What `make image` builds: one OCI layout per binary of the module, each
+// image running its binary as 65532 from a read-only root, labelled with
+// the version and the commit, and the binary inside runs here.
+func TestImagesOfEveryBinary(t *testing.T) {
+	root := repo.MustRoot()
+	version, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	require.NoError(t, err)
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	require.NoError(t, err)
+	out := t.TempDir()
+
+	results, err := run(t.Context(), options{
+		root: root, out: out, repository: "example.test/prod", arch: runtime.GOARCH,
+		caCerts: caFile(t), created: time.Unix(0, 0).UTC(),
+	})
+	require.NoError(t, err)
+	require.Len(t, results, len(module.Binaries()))
+
+	for _, id := range module.Binaries() {
+		t.Run(id.Binary, func(t *testing.T) {
+			img, ref, err := ociimage.ReadLayout(filepath.Join(out, id.Binary))
+			require.NoError(t, err)
+			assert.Equal(t, "example.test/prod/"+id.Name+":"+strings.TrimSpace(string(version)), ref)
+
+			cf, err := img.ConfigFile()
+			require.NoError(t, err)
+			assert.Equal(t, []string{"/" + id.Binary}, cf.Config.Entrypoint)
+			assert.Equal(t, "65532:65532", cf.Config.User)
+			assert.Equal(t, map[string]string{
+				ociimage.LabelTitle:    id.Name,
+				ociimage.LabelVersion:  strings.TrimSpace(string(version)),
+				ociimage.LabelSource:   "https://github.com/kyma-project/serverless-manager",
+				ociimage.LabelRevision: strings.TrimSpace(string(head)),
+			}, cf.Config.Labels)
+			assert.Equal(t, "linux", cf.OS)
+
+			files, err := ociimage.Files(img)
+			require.NoError(t, err)
+			require.Contains(t, files, id.Binary)
+			assertStatic(t, files[id.Binary].Data)
+			require.Contains(t, files, "etc/passwd")
+			assert.Contains(t, string(files["etc/passwd"].Data), "\nnonroot:x:65532:65532:")
+			require.Contains(t, files, "tmp")
+			assert.Equal(t, int64(0o1777), files["tmp"].Header.Mode)
+
+			unpacked := t.TempDir()
+			require.NoError(t, ociimage.Unpack(img, unpacked))
+			help, err := ociimage.Command(unpacked, id.Binary, "--help").CombinedOutput()
+			require.NoError(t, err, "%s --help in the image: %s", id.Binary, help)
+			assert.Contains(t, strings.ToLower(string(help)), "usage")
+		})
+	}
+}
+
+// assertStatic: no interpreter and no dynamic section, so the binary needs
+// nothing from the image but itself.
+func assertStatic(t *testing.T, binary []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "binary")
+	require.NoError(t, os.WriteFile(path, binary, 0o644))
+	f, err := elf.Open(path)
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	for _, p := range f.Progs {
+		assert.NotEqual(t, elf.PT_INTERP, p.Type, "dynamically linked")
+		assert.NotEqual(t, elf.PT_DYNAMIC, p.Type, "dynamically linked")
+	}
+	assert.Nil(t, f.Section(".symtab"), "symbols stripped (-s)")
+}
+
+func TestUnknownBinaryIsRejected(t *testing.T) {
+	_, err := selectBinaries([]string{"no-such-binary"})
+	require.ErrorContains(t, err, `no binary "no-such-binary"; the module's binaries are manager, function-controller`)
+}
+
+func TestSourceDateEpoch(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		err  string
+	}{
+		{"", time.Unix(0, 0).UTC(), ""},
+		{"1700000000", time.Unix(1700000000, 0).UTC(), ""},
+		{"yesterday", time.Time{}, `SOURCE_DATE_EPOCH "yesterday"`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := sourceDateEpoch(tc.in)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, tc.want.Equal(got), "got %v", got)
+		})
+	}
+}
