@@ -307,4 +307,3 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
-
