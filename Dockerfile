@@ -1,5 +1,11 @@
-# Serverless Manager image: a static binary with the chart embedded, on a
-# distroless non-root base. Build with `make docker-build`.
+# Image of one binary of the module (BINARY: manager or function-controller),
+# for those with a container engine: `make docker-build`. It is the image
+# `make image` assembles without one (hack/image): FROM scratch, the static
+# binary as entrypoint, CA certificates, passwd/group entries for the
+# non-root user 65532 (home /tmp) and an empty /tmp (mode 1777) as the one
+# writable mount point, so the root filesystem can be read-only.
+ARG BINARY=manager
+
 FROM golang:1.26 AS build
 ENV GOTOOLCHAIN=local CGO_ENABLED=0
 WORKDIR /src
@@ -7,10 +13,32 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY charts/ charts/
 COPY operator/ operator/
-ARG VERSION=dev
-RUN go build -trimpath -ldflags "-s -w" -o /manager ./operator/cmd/manager
+ARG BINARY
+RUN mkdir -p /rootfs/etc/ssl/certs /rootfs/tmp \
+ && go build -trimpath -ldflags "-s -w" -o /rootfs/${BINARY} ./operator/cmd/${BINARY} \
+ && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ca-certificates.crt \
+ && printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/tmp:/sbin/nologin\n' >/rootfs/etc/passwd \
+ && printf 'root:x:0:\nnonroot:x:65532:\n' >/rootfs/etc/group \
+ && chmod 0644 /rootfs/etc/passwd /rootfs/etc/group /rootfs/etc/ssl/certs/ca-certificates.crt \
+ && chmod 1777 /rootfs/tmp
 
-FROM gcr.io/distroless/static:nonroot
-COPY --from=build /manager /manager
+FROM scratch AS image
+COPY --from=build /rootfs/ /
+ARG VERSION=dev
+ARG REVISION=""
+LABEL org.opencontainers.image.version=${VERSION} \
+      org.opencontainers.image.revision=${REVISION} \
+      org.opencontainers.image.source=https://github.com/kyma-project/serverless-manager
 USER 65532:65532
+WORKDIR /
+
+# ENTRYPOINT does not expand variables: one stage per binary, picked below.
+FROM image AS manager
+LABEL org.opencontainers.image.title=serverless-manager
 ENTRYPOINT ["/manager"]
+
+FROM image AS function-controller
+LABEL org.opencontainers.image.title=function-controller
+ENTRYPOINT ["/function-controller"]
+
+FROM ${BINARY}

@@ -7,15 +7,19 @@ ASSETS := $(CURDIR)/bin/assets
 export KUBEBUILDER_ASSETS := $(ASSETS)
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: all tools build test test-unit test-e2e run bench cluster-up cluster-down manifests render docker-build module-template fuzz fmt vet
+.PHONY: all tools build image test test-unit test-e2e run bench cluster-up cluster-down manifests render docker-build module-template fuzz fmt vet
 
 all: build
 
 tools: ## build the control plane and tool binaries into bin/ (no-op when present)
 	hack/tools.sh
 
-build: ## the manager binary, built as in the image (static, no symbols): tests and bench measure what ships
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/manager ./operator/cmd/manager
+build: ## every binary (operator/cmd/<name> → bin/<name>), built as in the images (static, no symbols): tests and bench measure what ships
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/ ./operator/cmd/...
+
+IMAGE_REPOSITORY ?= europe-docker.pkg.dev/kyma-project/prod
+image: ## the OCI image of every binary in bin/image/<name>/ (no container engine; push with skopeo or crane)
+	go run ./hack/image -repository $(IMAGE_REPOSITORY)
 
 manifests: tools ## regenerate CRDs and each binary's ClusterRole from controller-gen markers
 	$(ASSETS)/controller-gen object paths=./operator/api/...
@@ -24,7 +28,7 @@ manifests: tools ## regenerate CRDs and each binary's ClusterRole from controlle
 	$(ASSETS)/controller-gen rbac:roleName=serverless-manager paths="./operator/cmd/manager/...;./operator/internal/manager/..." output:rbac:artifacts:config=config/rbac
 	$(ASSETS)/controller-gen rbac:roleName=serverless paths="./operator/cmd/function-controller/...;./operator/internal/function/..." output:rbac:artifacts:config=charts/serverless/files/function-controller-rbac
 
-test: tools test-unit test-e2e ## all three layers: unit, envtest integration, e2e
+test: tools test-unit image test-e2e ## all three layers: unit, envtest integration, e2e (and the images)
 
 test-unit: ## unit and envtest integration tests
 	go test $(GO_TEST_FLAGS) ./...
@@ -48,9 +52,12 @@ cluster-down: ## stop the local control plane and remove .cluster/
 render: ## one install YAML on stdout (IMG=... sets the manager image)
 	@go run ./hack/render
 
-IMG ?= europe-docker.pkg.dev/kyma-project/prod/serverless-manager:$(shell cat VERSION)
-docker-build: ## the manager image (needs a container engine)
-	docker build --build-arg VERSION=$(shell cat VERSION) -t $(IMG) .
+IMG ?= $(IMAGE_REPOSITORY)/serverless-manager:$(shell cat VERSION)
+FUNCTION_CONTROLLER_IMG ?= $(IMAGE_REPOSITORY)/function-controller:$(shell cat VERSION)
+DOCKER_BUILD = docker build --build-arg VERSION=$(shell cat VERSION) --build-arg REVISION=$(shell git rev-parse HEAD 2>/dev/null)
+docker-build: ## the images `make image` builds, with a container engine
+	$(DOCKER_BUILD) --build-arg BINARY=manager -t $(IMG) .
+	$(DOCKER_BUILD) --build-arg BINARY=function-controller -t $(FUNCTION_CONTROLLER_IMG) .
 
 module-template: ## module-template/ from VERSION and the default CR
 	go run ./hack/moduletemplate

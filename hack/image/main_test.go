@@ -138,3 +138,66 @@ func TestSourceDateEpoch(t *testing.T) {
 		})
 	}
 }
+
+// `make build` builds operator/cmd/*, `make image` module.Binaries(): the
+// same binaries, each from operator/cmd/<binary>.
+func TestEveryMainPackageIsAModuleBinary(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(repo.MustRoot(), "operator", "cmd"))
+	require.NoError(t, err)
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	var binaries []string
+	for _, id := range module.Binaries() {
+		binaries = append(binaries, id.Binary)
+		assert.Equal(t, "./operator/cmd/"+id.Binary, id.Package)
+	}
+	assert.ElementsMatch(t, binaries, dirs)
+}
+
+// The Dockerfile builds the same images for those with a container engine:
+// a stage per binary with its entrypoint and title, the same passwd and
+// group, user 65532 and the same labels.
+func TestDockerfileBuildsTheSameImages(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repo.MustRoot(), "Dockerfile"))
+	require.NoError(t, err)
+	dockerfile := string(data)
+	for _, id := range module.Binaries() {
+		assert.Contains(t, dockerfile, "FROM image AS "+id.Binary+"\n"+
+			"LABEL "+ociimage.LabelTitle+"="+id.Name+"\n"+
+			`ENTRYPOINT ["/`+id.Binary+`"]`+"\n", id.Binary)
+	}
+	for _, want := range []string{
+		"ARG BINARY=" + module.Manager().Binary + "\n",
+		"FROM scratch AS image\n",
+		"FROM ${BINARY}\n",
+		"USER 65532:65532\n",
+		"WORKDIR /\n",
+		`go build -trimpath -ldflags "-s -w" -o /rootfs/${BINARY} ./operator/cmd/${BINARY}`,
+		"chmod 1777 /rootfs/tmp",
+		ociimage.LabelVersion + "=${VERSION}",
+		ociimage.LabelRevision + "=${REVISION}",
+		ociimage.LabelSource + "=" + ociimage.Source,
+		"/rootfs" + ociimage.CACertsPath,
+	} {
+		assert.Contains(t, dockerfile, want)
+	}
+
+	ca := caFile(t)
+	certs, err := os.ReadFile(ca)
+	require.NoError(t, err)
+	img, err := ociimage.Build(ociimage.Spec{
+		Binary: "x", BinaryPath: ca, CACerts: certs,
+		Version: "1", OS: "linux", Arch: runtime.GOARCH,
+	})
+	require.NoError(t, err)
+	files, err := ociimage.Files(img)
+	require.NoError(t, err)
+	for _, f := range []string{"etc/passwd", "etc/group"} {
+		printf := "printf '" + strings.ReplaceAll(string(files[f].Data), "\n", `\n`) + "' >/rootfs/" + f
+		assert.Contains(t, dockerfile, printf, "the Dockerfile writes the %s of hack/image", f)
+	}
+}
