@@ -21,9 +21,9 @@ import (
 // CRD within milliseconds (5s in HA control planes).
 const establishGrace = 10 * time.Second
 
-// establishStuckCRDs touches the applied CRDs whose names were accepted more
-// than establishGrace ago but that are still not Established, and returns
-// when to look again (0: no CRD is waiting for that).
+// stuckCRDs returns the applied CRDs whose names were accepted more than
+// establishGrace ago but that are still not Established (to be touched with
+// requestEstablish), and when to look again (0: no CRD is waiting for that).
 //
 // kube-apiserver's establishing controller hears of a CRD only through an
 // update event that shows its names accepted. When the API server stops
@@ -32,7 +32,8 @@ const establishGrace = 10 * time.Second
 // added and never establishes it: the Functions API would stay unserved
 // until the CRD changes. An annotation with the time of the request is such
 // a change; the manager's own apply does not touch it.
-func (r *Reconciler) establishStuckCRDs(ctx context.Context, applied []*unstructured.Unstructured, now time.Time) (time.Duration, error) {
+func (r *Reconciler) stuckCRDs(ctx context.Context, applied []*unstructured.Unstructured, now time.Time) ([]string, time.Duration, error) {
+	var stuck []string
 	var again time.Duration
 	for _, o := range applied {
 		if o.GroupVersionKind().GroupKind() != apiextensionsv1.Kind("CustomResourceDefinition") {
@@ -40,26 +41,24 @@ func (r *Reconciler) establishStuckCRDs(ctx context.Context, applied []*unstruct
 		}
 		live, err := r.live.Object(ctx, o.GroupVersionKind(), types.NamespacedName{Name: o.GetName()})
 		if err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 		if live == nil {
 			continue // not in the cache yet: its creation event comes
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, crd); err != nil {
-			return 0, fmt.Errorf("reading CustomResourceDefinition %s: %w", o.GetName(), err)
+			return nil, 0, fmt.Errorf("reading CustomResourceDefinition %s: %w", o.GetName(), err)
 		}
 		touch, wait := establishDue(crd, now)
 		if touch {
-			if err := r.requestEstablish(ctx, crd.Name, now); err != nil {
-				return 0, err
-			}
+			stuck = append(stuck, crd.Name)
 		}
 		if wait > 0 && (again == 0 || wait < again) {
 			again = wait
 		}
 	}
-	return again, nil
+	return stuck, again, nil
 }
 
 // establishDue tells whether crd waits too long to be Established (touch it)
@@ -87,6 +86,7 @@ func establishDue(crd *apiextensionsv1.CustomResourceDefinition, now time.Time) 
 	return true, establishGrace
 }
 
+// requestEstablish annotates a stuck CRD with the time of the request.
 func (r *Reconciler) requestEstablish(ctx context.Context, name string, now time.Time) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 		module.EstablishRequestedAnnotation: now.UTC().Format(time.RFC3339)}}})

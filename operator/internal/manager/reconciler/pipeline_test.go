@@ -105,6 +105,7 @@ func TestFailureReasons(t *testing.T) {
 	tests := []struct {
 		name       string
 		funcs      interceptor.Funcs
+		live       Live // brokenLive{} when nil
 		step       func(r *Reconciler) func(context.Context, *state) bool
 		prepare    func(s *state)
 		wantCond   string
@@ -120,6 +121,13 @@ func TestFailureReasons(t *testing.T) {
 			step:     func(r *Reconciler) func(context.Context, *state) bool { return r.stepVerify },
 			prepare:  func(s *state) { s.applied = []*unstructured.Unstructured{deployment("ctrl", 1, 0, false, "")} },
 			wantCond: v1alpha1.ConditionInstalled, wantReason: v1alpha1.ReasonClusterReadFailed},
+		{name: "touching a CRD the API server does not establish is refused", funcs: interceptor.Funcs{Patch: forbidden},
+			live: fakeLive{"CustomResourceDefinition/functions.serverless.kyma-project.io": crd("functions.serverless.kyma-project.io", time.Minute)},
+			step: func(r *Reconciler) func(context.Context, *state) bool { return r.stepVerify },
+			prepare: func(s *state) {
+				s.applied = []*unstructured.Unstructured{crd("functions.serverless.kyma-project.io", 0)}
+			},
+			wantCond: v1alpha1.ConditionInstalled, wantReason: v1alpha1.ReasonApplyFailed},
 		{name: "adding the finalizer is refused", funcs: interceptor.Funcs{Patch: forbidden},
 			step:     func(r *Reconciler) func(context.Context, *state) bool { return r.stepFinalizer },
 			wantCond: v1alpha1.ConditionInstalled, wantReason: v1alpha1.ReasonFinalizerFailed},
@@ -130,7 +138,11 @@ func TestFailureReasons(t *testing.T) {
 			scheme, err := watch.NewScheme()
 			require.NoError(t, err)
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(s.cr.DeepCopy()).WithInterceptorFuncs(tt.funcs).Build()
-			r := New(c, c, brokenLive{}, &fakeRenderer{}, &fakeApplier{}, &countEvents{}, nil, Options{Namespace: "kyma-system"})
+			var live Live = brokenLive{}
+			if tt.live != nil {
+				live = tt.live
+			}
+			r := New(c, c, live, &fakeRenderer{}, &fakeApplier{}, &countEvents{}, nil, Options{Namespace: "kyma-system"})
 			if tt.prepare != nil {
 				tt.prepare(s)
 			}

@@ -35,9 +35,15 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) bool {
 			// Watches bring progress; the requeue guards the deadline, or
 			// comes back sooner for a CRD the API server may never establish
 			// by itself.
-			again, err := r.establishStuckCRDs(ctx, s.applied, time.Now())
+			now := time.Now()
+			stuck, again, err := r.stuckCRDs(ctx, s.applied, now)
 			if err != nil {
-				return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, err, true)
+				return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
+			}
+			for _, name := range stuck {
+				if err := r.requestEstablish(ctx, name, now); err != nil {
+					return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, err, true)
+				}
 			}
 			if again > 0 && again < left {
 				left = again
