@@ -41,6 +41,7 @@ type pass struct {
 	rolled          string             // DeploymentCreated/DeploymentUpdated when this pass changed the Pod template
 
 	stop         bool          // later steps are skipped
+	keepStatus   bool          // the status is not written in this pass
 	requeueAfter time.Duration // timed requeue (failed build backoff only)
 }
 

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,10 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
+// prerequisitesGrace is how long a new Function waits silently for the
+// copies of its namespace before it reports them missing.
+const prerequisitesGrace = 10 * time.Second
+
 // prerequisites reads the per-namespace copies a Function needs (registry
 // Secret, Dockerfile ConfigMap, Function ServiceAccount) from the cache.
 // One missing or unusable → ConfigurationReady False PrerequisitesMissing
@@ -22,9 +27,23 @@ import (
 func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	ns := p.fn.Namespace
 	missing := func(format string, args ...any) error {
+		p.stop = true
+		if ns != r.cfg.BaseNamespace && r.cfg.Excluded(ns) {
+			// Bug §11.18: 1.8.4 failed here forever without a word.
+			setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
+				fmt.Sprintf("namespace %s is excluded (APP_KUBERNETES_EXCLUDED_NAMESPACES): the controller copies no registry Secret, Dockerfiles or ServiceAccount into it", ns), p.now)
+			return nil
+		}
+		// The copies controller creates the copies when a namespace gets its
+		// first Function, milliseconds later; their watch event brings the
+		// next pass. A new Function says nothing meanwhile (no write, no
+		// Warning for every first Function of a namespace).
+		if wait := prerequisitesGrace - p.now.Sub(p.fn.CreationTimestamp.Time); len(p.fn.Status.Conditions) == 0 && wait > 0 {
+			p.keepStatus, p.requeueAfter = true, wait
+			return nil
+		}
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
 			fmt.Sprintf(format, args...), p.now)
-		p.stop = true
 		return nil
 	}
 

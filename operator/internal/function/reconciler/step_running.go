@@ -29,9 +29,14 @@ func (r *Reconciler) running(_ context.Context, p *pass) error {
 			fmt.Sprintf("Deployment %s %s", dep.Name, verb), p.now)
 		return nil
 	}
+	cur := condition(&p.status, v1alpha2.ConditionRunning)
+	if cur != nil && dep.Status.ObservedGeneration < dep.Generation {
+		// Someone else changed the Deployment (our own rollouts set p.rolled);
+		// the Deployment controller's next status update decides.
+		return nil
+	}
 	status, reason, msg := deploymentState(dep)
-	if cur := condition(&p.status, v1alpha2.ConditionRunning); cur != nil && cur.Status == corev1.ConditionUnknown &&
-		reason == v1alpha2.ReasonDeploymentWaiting {
+	if cur != nil && cur.Status == corev1.ConditionUnknown && reason == v1alpha2.ReasonDeploymentWaiting {
 		return nil
 	}
 	setCondition(&p.status, v1alpha2.ConditionRunning, status, reason, msg, p.now)

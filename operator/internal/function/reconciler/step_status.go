@@ -16,7 +16,7 @@ import (
 // differs from the one read (1.8.4 wrote it on every pass, bug §11.1). Then
 // it emits the events of the conditions that changed.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
-	if equality.Semantic.DeepEqual(p.fn.Status, p.status) {
+	if p.keepStatus || equality.Semantic.DeepEqual(p.fn.Status, p.status) {
 		return nil
 	}
 	fn := p.fn.DeepCopy()

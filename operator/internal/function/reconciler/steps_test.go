@@ -283,3 +283,26 @@ func TestDeploymentOf184IsAdoptedWithoutABuild(t *testing.T) {
 	require.Len(t, deps, 1)
 	assert.Equal(t, dep.Generation, deps[0].Generation)
 }
+
+func TestNewFunctionWaitsSilentlyForItsCopies(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, fn)
+	f.now = fn.CreationTimestamp.Add(3 * time.Second)
+	assert.Equal(t, 7*time.Second, f.reconcile(t, "hello"), "requeued for the rest of the grace")
+	assert.Empty(t, f.writes.take(), "no status, no children")
+	assert.Empty(t, f.rec.events)
+
+	f.now = fn.CreationTimestamp.Add(11 * time.Second)
+	f.reconcile(t, "hello")
+	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
+}
+
+func TestExcludedNamespaceIsReportedAtOnce(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, fn)
+	f.r.cfg.ExcludedNamespaces = []string{testNS}
+	f.now = fn.CreationTimestamp.Add(time.Second)
+	f.reconcile(t, "hello")
+	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
+	assert.Contains(t, c.Message, "namespace fn-test is excluded")
+}

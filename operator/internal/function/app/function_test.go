@@ -1,0 +1,225 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+// One API server for all cases; each case has its own namespace and leaves
+// no unfinished build Job behind (the build cap is cluster-wide).
+func TestFunctionController(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	e := start(t)
+
+	t.Run("inline Function to Running, with the writes it costs", func(t *testing.T) {
+		ns := e.namespace(t, "inline")
+		e.createFunction(t, ns, "hello")
+		fn := e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		assert.Equal(t, v1alpha2.ReasonConfigMapCreated, conditionOf(fn, v1alpha2.ConditionConfigurationReady).Reason)
+		assert.Len(t, children(t, e, ns, "hello", &corev1.ConfigMapList{}).Items, 1)
+		jobs := e.jobs(t, ns, "hello")
+		require.Len(t, jobs, 1)
+		assert.Empty(t, e.deployments(t, ns, "hello"), "no Deployment before the build")
+
+		e.finishJob(t, jobs[0], true)
+		fn = e.waitCondition(t, ns, "hello", v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentCreated)
+		assert.Equal(t, corev1.ConditionTrue, conditionOf(fn, v1alpha2.ConditionBuildReady).Status)
+		deps := e.deployments(t, ns, "hello")
+		require.Len(t, deps, 1)
+		assert.Equal(t, deps[0].Spec.Template.Spec.Containers[0].Image, fn.Status.BuiltImage)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Len(c, children(c, e, ns, "hello", &corev1.ServiceList{}).Items, 1)
+		}, eventual, tick)
+
+		e.readyDeployment(t, deps[0])
+		fn = e.waitCondition(t, ns, "hello", v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
+		assert.Equal(t, fn.Generation, fn.Status.ObservedGeneration)
+		assert.Equal(t, int32(1), fn.Status.Replicas)
+		assert.NotEmpty(t, fn.Status.PodSelector)
+
+		w := e.writes.of(ns, "hello")
+		t.Logf("writes for one Function from creation to Running: %d %v", total(w), w)
+		assert.Equal(t, 1, w["create *v1.ConfigMap"])
+		assert.Equal(t, 1, w["create *v1.Job"])
+		assert.Equal(t, 1, w["create *v1.Deployment"])
+		assert.Equal(t, 1, w["create *v1.Service"])
+		assert.LessOrEqual(t, total(w), 8)
+	})
+
+	t.Run("status not rewritten when nothing changed", func(t *testing.T) {
+		ns := e.namespace(t, "steady")
+		e.runFunction(t, ns, "hello")
+		before := e.writes.of(ns, "hello")
+		// Passes without a change: the Deployment is touched (its event
+		// triggers a pass), the Function's labels change.
+		dep := e.deployments(t, ns, "hello")[0]
+		dep.Annotations["touched"] = "yes"
+		require.NoError(t, e.c.Update(context.Background(), &dep))
+		e.edit(t, ns, "hello", func(fn *v1alpha2.Function) { fn.Annotations = map[string]string{"touched": "yes"} })
+		time.Sleep(2 * time.Second)
+		assert.Equal(t, before, e.writes.of(ns, "hello"))
+	})
+
+	t.Run("source change builds once", func(t *testing.T) {
+		ns := e.namespace(t, "source")
+		fn := e.runFunction(t, ns, "hello")
+		oldImage := fn.Status.BuiltImage
+		e.edit(t, ns, "hello", func(fn *v1alpha2.Function) {
+			fn.Spec.Source.Inline.Source = "def main(event, context):\n    return 'changed'\n"
+		})
+		e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		assert.Never(t, func() bool { return len(e.jobs(t, ns, "hello")) != 2 }, 2*time.Second, tick, "exactly one new Job")
+		jobs := unfinished(e.jobs(t, ns, "hello"))
+		require.Len(t, jobs, 1)
+		assert.Equal(t, oldImage, e.deployments(t, ns, "hello")[0].Spec.Template.Spec.Containers[0].Image)
+
+		e.finishJob(t, jobs[0], true)
+		fn = e.waitCondition(t, ns, "hello", v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentUpdated)
+		assert.NotEqual(t, oldImage, fn.Status.BuiltImage)
+		assert.Equal(t, fn.Status.BuiltImage, e.deployments(t, ns, "hello")[0].Spec.Template.Spec.Containers[0].Image)
+	})
+
+	t.Run("env change rolls the Deployment without a Job", func(t *testing.T) {
+		ns := e.namespace(t, "env")
+		e.runFunction(t, ns, "hello")
+		e.edit(t, ns, "hello", func(fn *v1alpha2.Function) {
+			fn.Spec.Env = []corev1.EnvVar{{Name: "GREETING", Value: "hi"}}
+		})
+		e.waitCondition(t, ns, "hello", v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentUpdated)
+		deps := e.deployments(t, ns, "hello")
+		require.Len(t, deps, 1)
+		assert.Equal(t, corev1.EnvVar{Name: "GREETING", Value: "hi"}, deps[0].Spec.Template.Spec.Containers[0].Env[0])
+		assert.Len(t, e.jobs(t, ns, "hello"), 1, "no new Job")
+	})
+
+	t.Run("failed build is reported and retried", func(t *testing.T) {
+		ns := e.namespace(t, "failed")
+		e.createFunction(t, ns, "hello")
+		e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		first := e.jobs(t, ns, "hello")[0]
+		e.finishJob(t, first, false)
+		fn := e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed)
+		assert.Contains(t, conditionOf(fn, v1alpha2.ConditionBuildReady).Message, "BackoffLimitExceeded: Job has reached the specified backoff limit")
+
+		// After the backoff: the failed Job is deleted and a new one created.
+		e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			jobs := e.jobs(c, ns, "hello")
+			if assert.Len(c, jobs, 1) {
+				assert.NotEqual(c, first.Name, jobs[0].Name)
+			}
+		}, eventual, tick)
+		e.finishAll(t, ns)
+		e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionTrue, v1alpha2.ReasonJobFinished)
+	})
+
+	t.Run("build cap of N respected with N+2 Functions", func(t *testing.T) {
+		ns := e.namespace(t, "cap")
+		names := []string{"f1", "f2", "f3", "f4"}
+		for _, n := range names {
+			e.createFunction(t, ns, n)
+		}
+		waitingCount := func(c require.TestingT) int {
+			n := 0
+			for _, name := range names {
+				if conditionOf(e.function(c, ns, name), v1alpha2.ConditionBuildReady).Reason == v1alpha2.ReasonJobWaiting {
+					n++
+				}
+			}
+			return n
+		}
+		allJobs := func(c require.TestingT) []batchJobs {
+			var out []batchJobs
+			for _, name := range names {
+				out = append(out, batchJobs{name, e.jobs(c, ns, name)})
+			}
+			return out
+		}
+		running := func(c require.TestingT) int {
+			n := 0
+			for _, j := range allJobs(c) {
+				n += len(unfinished(j.jobs))
+			}
+			return n
+		}
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, maxJobs, running(c))
+			assert.Equal(c, len(names)-maxJobs, waitingCount(c))
+		}, eventual, tick)
+		assert.Never(t, func() bool { return running(t) > maxJobs }, time.Second, tick)
+
+		// One build ends: a waiting Function gets the slot at once (no polling).
+		for _, j := range allJobs(t) {
+			if u := unfinished(j.jobs); len(u) == 1 {
+				e.finishJob(t, u[0], true)
+				break
+			}
+		}
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, maxJobs, running(c))
+			assert.Equal(c, len(names)-maxJobs-1, waitingCount(c))
+		}, 5*time.Second, tick)
+		for range names {
+			e.finishAll(t, ns)
+			time.Sleep(200 * time.Millisecond)
+		}
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			for _, name := range names {
+				assert.Equal(c, corev1.ConditionTrue, conditionOf(e.function(c, ns, name), v1alpha2.ConditionBuildReady).Status, name)
+			}
+		}, eventual, tick)
+		assert.Zero(t, running(t))
+	})
+
+	t.Run("missing prerequisite is a condition; its arrival resumes the Function", func(t *testing.T) {
+		ctx := context.Background()
+		base := &corev1.ServiceAccount{}
+		require.NoError(t, e.c.Get(ctx, client.ObjectKey{Namespace: baseNS, Name: "serverless-function"}, base))
+		require.NoError(t, e.c.Delete(ctx, base))
+		ns := e.namespace(t, "prereq")
+		e.createFunction(t, ns, "hello")
+		fn := e.waitCondition(t, ns, "hello", v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
+		assert.Contains(t, conditionOf(fn, v1alpha2.ConditionConfigurationReady).Message, "ServiceAccount serverless-function not found in namespace prereq")
+		assert.Empty(t, e.jobs(t, ns, "hello"))
+
+		base.ResourceVersion, base.UID = "", ""
+		require.NoError(t, e.c.Create(ctx, base))
+		e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		e.waitCondition(t, ns, "hello", v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
+		e.finishAll(t, ns)
+	})
+
+	t.Run("kubectl scale: replicas reach the Deployment without a rollout", func(t *testing.T) {
+		ns := e.namespace(t, "scale")
+		e.runFunction(t, ns, "hello")
+		before := e.deployments(t, ns, "hello")[0]
+		e.edit(t, ns, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptrTo(int32(3)) })
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			deps := e.deployments(c, ns, "hello")
+			if assert.Len(c, deps, 1) {
+				assert.Equal(c, int32(3), *deps[0].Spec.Replicas)
+				assert.Equal(c, before.Spec.Template, deps[0].Spec.Template)
+			}
+		}, eventual, tick)
+		assert.Equal(t, corev1.ConditionTrue, conditionOf(e.function(t, ns, "hello"), v1alpha2.ConditionRunning).Status,
+			"a replicas change is no rollout")
+	})
+}
+
+type batchJobs struct {
+	name string
+	jobs []batchv1.Job
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,347 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+)
+
+const (
+	baseNS   = "kyma-system"
+	maxJobs  = 2
+	backoff  = 2 * time.Second
+	eventual = 20 * time.Second
+	tick     = 50 * time.Millisecond
+)
+
+// writes counts the controller's writes per Function (objects carrying its
+// function-name label, and the Function's status).
+type writes struct {
+	mu sync.Mutex
+	n  map[string]map[string]int // namespace/function → "verb kind" → count
+}
+
+func (w *writes) add(verb string, obj client.Object) {
+	fn := obj.GetLabels()[v1alpha2.LabelFunctionName]
+	if _, ok := obj.(*v1alpha2.Function); ok {
+		fn = obj.GetName()
+	}
+	if fn == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := obj.GetNamespace() + "/" + fn
+	if w.n[key] == nil {
+		w.n[key] = map[string]int{}
+	}
+	w.n[key][fmt.Sprintf("%s %T", verb, obj)]++
+}
+
+func (w *writes) of(ns, fn string) map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range w.n[ns+"/"+fn] {
+		out[k] = v
+	}
+	return out
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func (w *writes) funcs() interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, obj, opts...)
+			w.add("create", obj)
+			return err
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			w.add("update", obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			w.add("patch", obj)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			w.add("delete", obj)
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			w.add("update/"+sub, obj)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			w.add("patch/"+sub, obj)
+			if data, err := patch.Data(obj); err == nil && testing.Verbose() {
+				fmt.Printf("PATCH %s/%s %s\n", obj.GetNamespace(), obj.GetName(), data)
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+type env struct {
+	c      client.Client // test client, straight to the API server
+	writes *writes
+}
+
+// start runs the Function controller (Function reconciler and copies) against
+// a real API server, with the base objects in the base namespace.
+func start(t *testing.T) *env {
+	t.Helper()
+	// controller-runtime's logger is global: logs with -v, silence otherwise.
+	if testing.Verbose() {
+		log.SetLogger(crzap.New(crzap.UseDevMode(true)))
+	} else {
+		log.SetLogger(logr.Discard())
+	}
+	te := testenv.Start(t, "charts/serverless/crds")
+	scheme, err := app.NewScheme()
+	require.NoError(t, err)
+	c, err := client.New(te.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+
+	cfg, err := config.Load(func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	cfg.Build.MaxSimultaneousJobs = maxJobs
+	cfg.GitFetchRequeueDuration = backoff
+	cacheOpts, err := app.CacheOptions(&cfg)
+	require.NoError(t, err)
+	w := &writes{n: map[string]map[string]int{}}
+	mgr, err := ctrl.NewManager(te.Config, manager.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+			c, err := client.NewWithWatch(cfg, opts)
+			if err != nil {
+				return nil, err
+			}
+			return interceptor.NewClient(c, w.funcs()), nil
+		},
+	})
+	require.NoError(t, err)
+	_, err = app.Setup(mgr, app.Options{Config: cfg, Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+
+	createBases(t, c)
+	return &env{c: c, writes: w}
+}
+
+func createBases(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: baseNS}}))
+	require.NoError(t, c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: config.DefaultRegistrySecretName, Namespace: baseNS,
+			Labels: map[string]string{v1alpha2.LabelConfig: v1alpha2.ConfigCredentials}},
+		Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{
+			"isInternal": []byte("false"), "registryAddress": []byte("registry.example:5000"),
+			corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`),
+		},
+	}))
+	require.NoError(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: config.DefaultImagePullAccountName, Namespace: baseNS,
+		Labels: map[string]string{v1alpha2.LabelConfig: v1alpha2.ConfigServiceAccount}}}))
+	for _, rt := range v1alpha2.Runtimes() {
+		require.NoError(t, c.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: resources.DockerfileConfigMapName(rt), Namespace: baseNS,
+				Labels: map[string]string{v1alpha2.LabelConfig: v1alpha2.ConfigRuntime}},
+			Data: map[string]string{"Dockerfile": fmt.Sprintf("ARG base_image=example.org/function-runtime-%s:1\nFROM ${base_image}\n", rt)},
+		}))
+	}
+}
+
+func (e *env) namespace(t *testing.T, name string) string {
+	t.Helper()
+	require.NoError(t, e.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	return name
+}
+
+func (e *env) createFunction(t *testing.T, ns, name string) {
+	t.Helper()
+	require.NoError(t, e.c.Create(context.Background(), &v1alpha2.Function{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha2.FunctionSpec{
+			Runtime: v1alpha2.RuntimePython312,
+			Source: v1alpha2.Source{Inline: &v1alpha2.InlineSource{
+				Source: fmt.Sprintf("def main(event, context):\n    return %q\n", name)}},
+			Replicas: ptr.To[int32](1),
+		},
+	}))
+}
+
+func (e *env) function(t require.TestingT, ns, name string) *v1alpha2.Function {
+	fn := &v1alpha2.Function{}
+	require.NoError(t, e.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, fn))
+	return fn
+}
+
+// edit changes a Function with a retry on conflicts.
+func (e *env) edit(t *testing.T, ns, name string, change func(*v1alpha2.Function)) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		fn := e.function(t, ns, name)
+		change(fn)
+		return e.c.Update(context.Background(), fn) == nil
+	}, eventual, tick)
+}
+
+func children[L client.ObjectList](t require.TestingT, e *env, ns, fn string, list L) L {
+	require.NoError(t, e.c.List(context.Background(), list, client.InNamespace(ns),
+		client.MatchingLabels{v1alpha2.LabelFunctionName: fn}))
+	return list
+}
+
+func (e *env) jobs(t require.TestingT, ns, fn string) []batchv1.Job {
+	return children(t, e, ns, fn, &batchv1.JobList{}).Items
+}
+
+func (e *env) deployments(t require.TestingT, ns, fn string) []appsv1.Deployment {
+	return children(t, e, ns, fn, &appsv1.DeploymentList{}).Items
+}
+
+func unfinished(jobs []batchv1.Job) []batchv1.Job {
+	var out []batchv1.Job
+	for _, j := range jobs {
+		done := false
+		for _, c := range j.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				done = true
+			}
+		}
+		if !done {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// finishJob sets a Job's status as the Job controller would (there is none
+// in envtest): success or failure with the intermediate condition the API
+// server requires.
+func (e *env) finishJob(t *testing.T, j batchv1.Job, succeed bool) {
+	t.Helper()
+	now := metav1.Now()
+	start := metav1.NewTime(now.Add(-5 * time.Second))
+	j.Status.StartTime = &start
+	if succeed {
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now},
+		}
+		j.Status.Succeeded, j.Status.CompletionTime = 1, &now
+	} else {
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now},
+		}
+		j.Status.Failed = 1
+	}
+	require.NoError(t, e.c.Status().Update(context.Background(), &j))
+}
+
+// readyDeployment sets the Deployment's status as the Deployment controller would.
+func (e *env) readyDeployment(t *testing.T, d appsv1.Deployment) {
+	t.Helper()
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "ok"},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", Message: "ok"},
+		},
+	}
+	require.NoError(t, e.c.Status().Update(context.Background(), &d))
+}
+
+func conditionOf(fn *v1alpha2.Function, typ string) v1alpha2.Condition {
+	for _, c := range fn.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return v1alpha2.Condition{}
+}
+
+func (e *env) waitCondition(t *testing.T, ns, name, typ string, status corev1.ConditionStatus, reason string) *v1alpha2.Function {
+	t.Helper()
+	var fn *v1alpha2.Function
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		fn = e.function(c, ns, name)
+		got := conditionOf(fn, typ)
+		assert.Equal(c, status, got.Status, "%s %s", typ, got.Message)
+		assert.Equal(c, reason, got.Reason, "%s %s", typ, got.Message)
+	}, eventual, tick)
+	return fn
+}
+
+// runFunction takes a new Function to Running and returns it.
+func (e *env) runFunction(t *testing.T, ns, name string) *v1alpha2.Function {
+	t.Helper()
+	e.createFunction(t, ns, name)
+	e.waitCondition(t, ns, name, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+	jobs := e.jobs(t, ns, name)
+	require.Len(t, jobs, 1)
+	e.finishJob(t, jobs[0], true)
+	e.waitCondition(t, ns, name, v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentCreated)
+	deps := e.deployments(t, ns, name)
+	require.Len(t, deps, 1)
+	e.readyDeployment(t, deps[0])
+	return e.waitCondition(t, ns, name, v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
+}
+
+// finishAll completes every unfinished Job of ns, so the build slots are free
+// for the next test.
+func (e *env) finishAll(t *testing.T, ns string) {
+	t.Helper()
+	var l batchv1.JobList
+	require.NoError(t, e.c.List(context.Background(), &l, client.InNamespace(ns)))
+	for _, j := range unfinished(l.Items) {
+		e.finishJob(t, j, true)
+	}
+}
