@@ -36,6 +36,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
@@ -254,7 +255,9 @@ func (b *bench) waitReady(ctx context.Context, generation int64, timeout time.Du
 }
 
 func (b *bench) count(mark framework.AuditMark) (framework.AuditCount, error) {
-	return b.cluster.CountAudit(mark, framework.ManagerUser)
+	user := framework.AuditUser(module.Manager())
+	counts, err := b.cluster.CountAudit(mark, user)
+	return counts[user], err
 }
 
 // warmUp makes sure scheduler, controllers and kwok are warm: a bare

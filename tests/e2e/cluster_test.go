@@ -7,12 +7,9 @@ package e2e
 // that bind, ServiceAccount credentials with RBAC, the audit log).
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -31,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
@@ -250,77 +248,77 @@ func TestServiceAccountKubeconfigFollowsRBAC(t *testing.T) {
 	require.Error(t, err, "no kubeconfig for a missing ServiceAccount")
 }
 
-// The audit log records the requests of the manager's ServiceAccount and
-// nothing else; benchmarks count the manager's requests with it.
-func TestAuditLogRecordsOnlyTheManager(t *testing.T) {
+// The audit log records the requests of the module's binaries, each under
+// its own ServiceAccount, and nothing else; tests and benchmarks count each
+// binary's requests with it. Probes: a GET as each ServiceAccount and one as
+// the admin, of ConfigMaps nobody else asks for.
+func TestAuditLogRecordsOnlyTheModuleBinaries(t *testing.T) {
 	t.Parallel()
 	c := framework.ClusterFor(t)
-	const ns, name = "kyma-system", "serverless-manager"
-	// the manager's namespace and ServiceAccount may exist already (other
-	// tests install the manager); they are left in place
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}},
-	} {
+	ns := framework.ManagerNamespace
+	mark, err := c.MarkAudit()
+	require.NoError(t, err)
+
+	// the namespace and ServiceAccounts may exist already (other tests
+	// install the module); they are left in place
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}}
+	for _, id := range module.Binaries() {
+		objs = append(objs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount, Namespace: ns}})
+	}
+	for _, o := range objs {
 		if err := c.Client().Create(t.Context(), o); err != nil && !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err)
 		}
 	}
-	path, err := c.ServiceAccountKubeconfig(t.Context(), ns, name)
-	require.NoError(t, err)
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	require.NoError(t, err)
-	manager, err := client.New(cfg, client.Options{Scheme: c.Client().Scheme()})
-	require.NoError(t, err)
 
-	// probes: GETs of configmaps that do not exist, with names nobody else uses
-	adminProbe, managerProbe := "audit-probe-admin-"+utilrand.String(6), "audit-probe-manager-"+utilrand.String(6)
+	users := map[string]bool{}    // audit user → is a module binary
+	probes := map[string]string{} // probe name → the user that sent it
+	adminProbe := "audit-probe-admin-" + utilrand.String(6)
 	err = c.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: adminProbe}, &corev1.ConfigMap{})
 	require.True(t, apierrors.IsNotFound(err), "admin probe: %v", err)
-	err = manager.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: managerProbe}, &corev1.ConfigMap{})
-	require.True(t, apierrors.IsNotFound(err) || apierrors.IsForbidden(err), "manager probe: %v", err)
+	for _, id := range module.Binaries() {
+		user := framework.AuditUser(id)
+		users[user] = true
+		path, err := c.ServiceAccountKubeconfig(t.Context(), ns, id.ServiceAccount)
+		require.NoError(t, err)
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		require.NoError(t, err)
+		sa, err := client.New(cfg, client.Options{Scheme: c.Client().Scheme()})
+		require.NoError(t, err)
+		probe := "audit-probe-" + id.Binary + "-" + utilrand.String(6)
+		probes[probe] = user
+		err = sa.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: probe}, &corev1.ConfigMap{})
+		require.True(t, apierrors.IsNotFound(err) || apierrors.IsForbidden(err), "%s probe: %v", id.Binary, err)
+	}
 
-	var events []auditEvent
-	framework.WaitFor(t, 10*time.Second, "the manager's request in the audit log", func(context.Context) (bool, string, error) {
-		events, err = readAudit(c.AuditLogPath())
-		for _, e := range events {
-			if e.ObjectRef.Name == managerProbe {
-				return true, "", err
+	var events []framework.AuditEvent
+	framework.WaitFor(t, 10*time.Second, "every binary's probe in the audit log", func(context.Context) (bool, string, error) {
+		events, err = c.ReadAudit(mark)
+		var missing []string
+		for probe := range probes {
+			if !slices.ContainsFunc(events, func(e framework.AuditEvent) bool { return e.ObjectRef.Name == probe }) {
+				missing = append(missing, probe)
 			}
 		}
-		return false, fmt.Sprintf("%d events, none for %s", len(events), managerProbe), err
+		return len(missing) == 0, fmt.Sprintf("%d events, none for %v", len(events), missing), err
 	})
 	for _, e := range events {
-		require.Equal(t, "system:serviceaccount:kyma-system:serverless-manager", e.User.Username, "only the manager is audited: %+v", e)
+		require.Truef(t, users[e.User.Username], "only the module's binaries are audited: %+v", e)
 		require.Equal(t, "Metadata", e.Level)
 		require.NotEqual(t, adminProbe, e.ObjectRef.Name)
-	}
-}
-
-type auditEvent struct {
-	Level     string                    `json:"level"`
-	AuditID   string                    `json:"auditID"`
-	Stage     string                    `json:"stage"`
-	User      struct{ Username string } `json:"user"`
-	ObjectRef struct{ Name string }     `json:"objectRef"`
-}
-
-func readAudit(path string) ([]auditEvent, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var events []auditEvent
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("audit line %q: %w", sc.Text(), err)
+		if user, ok := probes[e.ObjectRef.Name]; ok {
+			require.Equal(t, user, e.User.Username, "the probe is logged under its sender")
 		}
-		events = append(events, e)
 	}
-	return events, sc.Err()
+
+	counts, err := c.CountAudit(mark)
+	require.NoError(t, err)
+	for user := range users {
+		require.GreaterOrEqual(t, counts[user].Reads(), 1, "%s sent its probe", user)
+	}
+	for user := range counts {
+		require.True(t, users[user], "counted a user that is not a module binary: %s", user)
+	}
 }
 
 func nodeCondition(n corev1.Node, typ corev1.NodeConditionType) corev1.ConditionStatus {

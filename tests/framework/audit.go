@@ -8,7 +8,15 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
+
+// AuditUser is the audit log's name for a binary of the module running
+// under its ServiceAccount in ManagerNamespace. The audit policy of
+// hack/cluster.sh records the requests of every module binary, and nobody
+// else's.
+func AuditUser(id module.Identity) string { return id.User(ManagerNamespace) }
 
 // AuditMark is a position in the audit log; requests after it can be counted.
 type AuditMark int64
@@ -62,42 +70,78 @@ func (a AuditCount) String() string {
 	return strings.Join(parts, " ")
 }
 
-type auditEvent struct {
+// AuditCounts are the requests of each user.
+type AuditCounts map[string]AuditCount
+
+// AuditEvent is what the tests read of one audit log line (Metadata level).
+type AuditEvent struct {
+	Level   string `json:"level"`
 	AuditID string `json:"auditID"`
+	Stage   string `json:"stage"`
 	Verb    string `json:"verb"`
 	User    struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	ObjectRef struct {
+		Resource  string `json:"resource"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"objectRef"`
 }
 
-// CountAudit counts the requests of user logged after from (each request
-// once, whatever stages it logged).
-func (c *Cluster) CountAudit(from AuditMark, user string) (AuditCount, error) {
-	f, err := os.Open(c.AuditLogPath())
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	if _, err := f.Seek(int64(from), io.SeekStart); err != nil {
-		return nil, err
+// CountAudit counts the requests logged after from per user, each request
+// once whatever stages it logged. With users, the result has an entry for
+// each of them (empty when it sent nothing) and no other; without, one for
+// every user in the log.
+func (c *Cluster) CountAudit(from AuditMark, users ...string) (AuditCounts, error) {
+	counts := AuditCounts{}
+	for _, u := range users {
+		counts[u] = AuditCount{}
 	}
 	seen := map[string]bool{}
-	count := AuditCount{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			continue // a line still being written
+	err := c.scanAudit(from, func(e AuditEvent) {
+		count, ok := counts[e.User.Username]
+		if !ok && len(users) > 0 || seen[e.AuditID] {
+			return
 		}
-		if e.User.Username != user || seen[e.AuditID] {
-			continue
+		if !ok {
+			count = AuditCount{}
+			counts[e.User.Username] = count
 		}
 		seen[e.AuditID] = true
 		count[e.Verb]++
-	}
-	return count, sc.Err()
+	})
+	return counts, err
 }
 
-// ManagerUser is the audit user name of the manager's ServiceAccount.
-const ManagerUser = "system:serviceaccount:" + ManagerNamespace + ":" + ManagerServiceAccount
+// ReadAudit returns the audit events logged after from (a request that
+// logged several stages appears once per stage).
+func (c *Cluster) ReadAudit(from AuditMark) ([]AuditEvent, error) {
+	var events []AuditEvent
+	err := c.scanAudit(from, func(e AuditEvent) { events = append(events, e) })
+	return events, err
+}
+
+// scanAudit calls fn for each complete line after from. A missing log is
+// an error: the cluster audits every module binary, so counting nothing
+// would hide a broken setup.
+func (c *Cluster) scanAudit(from AuditMark, fn func(AuditEvent)) error {
+	f, err := os.Open(c.AuditLogPath())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(int64(from), io.SeekStart); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e AuditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue // a line still being written
+		}
+		fn(e)
+	}
+	return sc.Err()
+}
