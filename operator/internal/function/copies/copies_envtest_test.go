@@ -129,7 +129,7 @@ func TestCopies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, baseNS, cfg.BaseNamespace)
 
-	for _, n := range []string{baseNS, "excluded", "fn-a", "fn-b", "fn-c", "fn-user", "empty"} {
+	for _, n := range []string{baseNS, "excluded", "fn-a", "fn-b", "fn-c", "fn-user", "fn-old", "doomed", "empty"} {
 		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))
 	}
 	baseMeta := func(name, cfgValue string) metav1.ObjectMeta {
@@ -163,6 +163,11 @@ func TestCopies(t *testing.T) {
 	require.NoError(t, c.Create(ctx, userSecret))
 	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dockerfile-nodejs22", Namespace: "fn-user",
 		Labels: map[string]string{v1alpha2.LabelConfig: v1alpha2.ConfigRuntime}}, Data: map[string]string{"Dockerfile": "old"}}))
+
+	// A registry Secret copy left by 1.8.4 with another type (immutable).
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: "fn-old",
+		Labels: map[string]string{v1alpha2.LabelConfig: v1alpha2.ConfigCredentials}}, Type: corev1.SecretTypeOpaque,
+		StringData: map[string]string{"isInternal": "true"}}))
 
 	log, stop := startController(t, t, env.Config, &cfg)
 
@@ -206,6 +211,21 @@ func TestCopies(t *testing.T) {
 		f.assertUserSecret()
 	})
 
+	t.Run("1.8.4 copy of another Secret type: created anew", func(t *testing.T) {
+		f.t = t
+		f.createFunction("fn-old", "one")
+		f.eventuallyCopies("fn-old", "dockerfile-nodejs22", "dockerfile-python312")
+	})
+
+	t.Run("terminating namespace: copies left as they are", func(t *testing.T) {
+		f.t = t
+		f.createFunction("doomed", "one")
+		f.eventuallyCopies("doomed", "dockerfile-nodejs22", "dockerfile-python312")
+		// envtest runs no namespace controller: the namespace stays
+		// Terminating with its content.
+		require.NoError(t, c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}))
+	})
+
 	t.Run("base Secret and Dockerfile edited: copies follow", func(t *testing.T) {
 		f.t = t
 		f.edit(&corev1.Secret{}, baseNS, secretName, func(o client.Object) {
@@ -216,13 +236,18 @@ func TestCopies(t *testing.T) {
 		f.edit(&corev1.ConfigMap{}, baseNS, "dockerfile-nodejs22", func(o client.Object) {
 			o.(*corev1.ConfigMap).Data["Dockerfile"] = "ARG base_image=node:22.1\nFROM ${base_image}\n"
 		})
-		for _, n := range []string{"fn-a", "fn-b", "fn-c"} {
+		for _, n := range []string{"fn-a", "fn-b", "fn-c", "fn-old"} {
 			f.eventuallyCopies(n, "dockerfile-nodejs22", "dockerfile-python312")
 			s := &corev1.Secret{}
 			require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: n, Name: secretName}, s))
 			assert.Equal(t, "two", string(s.Data["password"]))
 		}
 		f.assertUserSecret()
+		// The terminating namespace was in the same fan-out.
+		time.Sleep(500 * time.Millisecond)
+		s := &corev1.Secret{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "doomed", Name: secretName}, s))
+		assert.Equal(t, "one", string(s.Data["password"]), "copy in a terminating namespace untouched")
 	})
 
 	t.Run("copy deleted: restored", func(t *testing.T) {
@@ -273,12 +298,13 @@ func TestCopies(t *testing.T) {
 		}
 		assert.Empty(t, others, "writes after the restart besides the new namespace's copies")
 		assert.Len(t, log2.Writes(), 4+1, "four copies created in the new namespace, one refused create: %v", log2.Writes())
-		// Before the restart, every write succeeded but the two creates
-		// that found the 1.8.4 copy and the user's Secret in fn-user: no
+		// Before the restart, every write succeeded but the creates that
+		// found the 1.8.4 copies and the user's Secret: no
 		// pass wrote twice because the cache lagged behind its last write.
 		require.NotEmpty(t, log.Writes(), "the first controller wrote (the log works)")
 		for _, w := range log.Writes() {
-			if w.method == http.MethodPost && strings.HasPrefix(w.path, "/api/v1/namespaces/fn-user/") && w.status == http.StatusConflict {
+			if w.method == http.MethodPost && w.status == http.StatusConflict &&
+				(strings.HasPrefix(w.path, "/api/v1/namespaces/fn-user/") || w.path == "/api/v1/namespaces/fn-old/secrets") {
 				continue
 			}
 			assert.Less(t, w.status, 300, "%v", w)
