@@ -72,6 +72,7 @@ func EnsureCluster(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	keepInheritedFilesToOurselves()
 	if _, err := runScript(ctx, root, "up", "--user", fmt.Sprint(os.Getpid())); err != nil {
 		return nil, err
 	}

@@ -5,3 +5,5 @@ package framework
 import "syscall"
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+func keepInheritedFilesToOurselves() {}
