@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
@@ -214,6 +215,26 @@ func TestFunctionController(t *testing.T) {
 		}, eventual, tick)
 		assert.Equal(t, corev1.ConditionTrue, conditionOf(e.function(t, ns, "hello"), v1alpha2.ConditionRunning).Status,
 			"a replicas change is no rollout")
+	})
+
+	t.Run("a restarted controller writes nothing", func(t *testing.T) {
+		events := func() int {
+			var l eventsv1.EventList
+			require.NoError(t, e.c.List(context.Background(), &l))
+			return len(l.Items)
+		}
+		e.stop()
+		before := events()
+		e.writes.all()
+		e.startController(t)
+		time.Sleep(3 * time.Second)
+		assert.Empty(t, e.writes.all())
+		assert.NotZero(t, before, "the Functions above emitted events")
+		assert.Equal(t, before, events())
+		// The restarted controller works.
+		e.createFunction(t, "inline", "after-restart")
+		e.waitCondition(t, "inline", "after-restart", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		e.finishAll(t, "inline")
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -74,6 +75,15 @@ func (w *writes) of(ns, fn string) map[string]int {
 	return out
 }
 
+// all returns every count and starts over.
+func (w *writes) all() map[string]map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.n
+	w.n = map[string]map[string]int{}
+	return out
+}
+
 func total(m map[string]int) int {
 	n := 0
 	for _, v := range m {
@@ -117,7 +127,9 @@ func (w *writes) funcs() interceptor.Funcs {
 
 type env struct {
 	c      client.Client // test client, straight to the API server
+	rest   *rest.Config
 	writes *writes
+	stop   func() // stops the running controller
 }
 
 // start runs the Function controller (Function reconciler and copies) against
@@ -135,25 +147,37 @@ func start(t *testing.T) *env {
 	require.NoError(t, err)
 	c, err := client.New(te.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
+	e := &env{c: c, rest: te.Config, writes: &writes{n: map[string]map[string]int{}}}
+	e.startController(t)
+	t.Cleanup(func() { e.stop() })
+	createBases(t, c)
+	return e
+}
 
+// startController starts a controller process (a manager), as the binary does.
+func (e *env) startController(t *testing.T) {
+	t.Helper()
+	scheme, err := app.NewScheme()
+	require.NoError(t, err)
 	cfg, err := config.Load(func(string) (string, bool) { return "", false })
 	require.NoError(t, err)
 	cfg.Build.MaxSimultaneousJobs = maxJobs
 	cfg.GitFetchRequeueDuration = backoff
 	cacheOpts, err := app.CacheOptions(&cfg)
 	require.NoError(t, err)
-	w := &writes{n: map[string]map[string]int{}}
-	mgr, err := ctrl.NewManager(te.Config, manager.Options{
+	mgr, err := ctrl.NewManager(e.rest, manager.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// Each manager registers the same controller names.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
 			c, err := client.NewWithWatch(cfg, opts)
 			if err != nil {
 				return nil, err
 			}
-			return interceptor.NewClient(c, w.funcs()), nil
+			return interceptor.NewClient(c, e.writes.funcs()), nil
 		},
 	})
 	require.NoError(t, err)
@@ -163,13 +187,10 @@ func start(t *testing.T) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
+	e.stop = func() {
 		cancel()
 		assert.NoError(t, <-done)
-	})
-
-	createBases(t, c)
-	return &env{c: c, writes: w}
+	}
 }
 
 func createBases(t *testing.T, c client.Client) {
