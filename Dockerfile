@@ -38,7 +38,7 @@ LABEL org.opencontainers.image.title=serverless-manager
 ENTRYPOINT ["/manager"]
 
 FROM image AS function-controller
-LABEL org.opencontainers.image.title=function-controller
+LABEL org.opencontainers.image.title=serverless-function-controller
 ENTRYPOINT ["/function-controller"]
 
 FROM ${BINARY}

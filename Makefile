@@ -53,7 +53,7 @@ render: ## one install YAML on stdout (IMG=... sets the manager image)
 	@go run ./hack/render
 
 IMG ?= $(IMAGE_REPOSITORY)/serverless-manager:$(shell cat VERSION)
-FUNCTION_CONTROLLER_IMG ?= $(IMAGE_REPOSITORY)/function-controller:$(shell cat VERSION)
+FUNCTION_CONTROLLER_IMG ?= $(IMAGE_REPOSITORY)/serverless-function-controller:$(shell cat VERSION)
 DOCKER_BUILD = docker build --build-arg VERSION=$(shell cat VERSION) --build-arg REVISION=$(shell git rev-parse HEAD 2>/dev/null)
 docker-build: ## the images `make image` builds, with a container engine
 	$(DOCKER_BUILD) --build-arg BINARY=manager -t $(IMG) .

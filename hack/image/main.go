@@ -25,6 +25,10 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
+// defaultRepository is where the module's images are published (the chart's
+// global.imageRegistry).
+const defaultRepository = "europe-docker.pkg.dev/kyma-project/prod"
+
 // options of one run; binaries empty means every binary of the module.
 type options struct {
 	root       string
@@ -52,7 +56,7 @@ func main() {
 	}
 	o := options{root: root}
 	flag.StringVar(&o.out, "out", filepath.Join(root, "bin", "image"), "directory that gets one OCI layout per binary")
-	flag.StringVar(&o.repository, "repository", "europe-docker.pkg.dev/kyma-project/prod", "image repository prefix of the reference names")
+	flag.StringVar(&o.repository, "repository", defaultRepository, "image repository prefix of the reference names")
 	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "target architecture (GOARCH)")
 	flag.StringVar(&o.caCerts, "ca-certs", ociimage.CACertsPath, "CA bundle of the build machine copied into the images")
 	flag.Usage = func() {
@@ -128,7 +132,7 @@ func run(ctx context.Context, o options) ([]result, error) {
 	var errs []error
 	for _, id := range ids {
 		spec := ociimage.Spec{
-			Title:      id.Name,
+			Title:      imageName(id),
 			Binary:     id.Binary,
 			BinaryPath: filepath.Join(tmp, id.Binary),
 			CACerts:    caCerts,
@@ -178,7 +182,7 @@ func buildOne(ctx context.Context, o options, id module.Identity, spec ociimage.
 	r := result{
 		identity: id,
 		dir:      filepath.Join(o.out, id.Binary),
-		ref:      o.repository + "/" + id.Name + ":" + spec.Version,
+		ref:      o.repository + "/" + imageName(id) + ":" + spec.Version,
 	}
 	if err := ociimage.WriteLayout(r.dir, img, r.ref); err != nil {
 		return result{}, err
@@ -207,6 +211,11 @@ func compressedSize(img v1.Image) (int64, error) {
 	}
 	return size, nil
 }
+
+// imageName is the repository name of a binary's image under the module's
+// registry path, as config/manager and the chart's values refer to them:
+// serverless-manager, serverless-function-controller.
+func imageName(id module.Identity) string { return module.Name + "-" + id.Binary }
 
 // gitRevision is HEAD's commit, or "" outside a git checkout.
 func gitRevision(ctx context.Context, dir string) string {

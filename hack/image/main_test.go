@@ -19,8 +19,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/hack/image/ociimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
@@ -64,14 +67,14 @@ func TestImagesOfEveryBinary(t *testing.T) {
 		t.Run(id.Binary, func(t *testing.T) {
 			img, ref, err := ociimage.ReadLayout(filepath.Join(out, id.Binary))
 			require.NoError(t, err)
-			assert.Equal(t, "example.test/prod/"+id.Name+":"+strings.TrimSpace(string(version)), ref)
+			assert.Equal(t, "example.test/prod/"+imageName(id)+":"+strings.TrimSpace(string(version)), ref)
 
 			cf, err := img.ConfigFile()
 			require.NoError(t, err)
 			assert.Equal(t, []string{"/" + id.Binary}, cf.Config.Entrypoint)
 			assert.Equal(t, "65532:65532", cf.Config.User)
 			assert.Equal(t, map[string]string{
-				ociimage.LabelTitle:    id.Name,
+				ociimage.LabelTitle:    imageName(id),
 				ociimage.LabelVersion:  strings.TrimSpace(string(version)),
 				ociimage.LabelSource:   "https://github.com/kyma-project/serverless-manager",
 				ociimage.LabelRevision: strings.TrimSpace(string(head)),
@@ -167,7 +170,7 @@ func TestDockerfileBuildsTheSameImages(t *testing.T) {
 	dockerfile := string(data)
 	for _, id := range module.Binaries() {
 		assert.Contains(t, dockerfile, "FROM image AS "+id.Binary+"\n"+
-			"LABEL "+ociimage.LabelTitle+"="+id.Name+"\n"+
+			"LABEL "+ociimage.LabelTitle+"="+imageName(id)+"\n"+
 			`ENTRYPOINT ["/`+id.Binary+`"]`+"\n", id.Binary)
 	}
 	for _, want := range []string{
@@ -200,4 +203,45 @@ func TestDockerfileBuildsTheSameImages(t *testing.T) {
 		printf := "printf '" + strings.ReplaceAll(string(files[f].Data), "\n", `\n`) + "' >/rootfs/" + f
 		assert.Contains(t, dockerfile, printf, "the Dockerfile writes the %s of hack/image", f)
 	}
+}
+
+// The images are named as the module deploys them: the manager's
+// Deployment in config/manager and the chart's Function controller image,
+// both at the module's VERSION.
+func TestImageNamesAreTheDeployedOnes(t *testing.T) {
+	root := repo.MustRoot()
+	data, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	require.NoError(t, err)
+	version := strings.TrimSpace(string(data))
+	ref := func(id module.Identity) string { return defaultRepository + "/" + imageName(id) + ":" + version }
+
+	objs, err := manifest.ReadFile(filepath.Join(root, "config", "manager", "manager.yaml"))
+	require.NoError(t, err)
+	var images []string
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		require.NoError(t, err)
+		for _, c := range containers {
+			images = append(images, c.(map[string]any)["image"].(string))
+		}
+	}
+	assert.Equal(t, []string{ref(module.Manager())}, images, "config/manager")
+
+	data, err = os.ReadFile(filepath.Join(root, "charts", "serverless", "values.yaml"))
+	require.NoError(t, err)
+	var values struct {
+		Global struct {
+			ImageRegistry string `json:"imageRegistry"`
+			Images        map[string]struct {
+				Repository string `json:"repository"`
+				Tag        string `json:"tag"`
+			} `json:"images"`
+		} `json:"global"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &values))
+	fc := values.Global.Images["function_controller"]
+	assert.Equal(t, ref(module.FunctionController()), values.Global.ImageRegistry+"/"+fc.Repository+":"+fc.Tag, "the chart's function_controller image")
 }
