@@ -7,9 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
@@ -217,6 +220,59 @@ func TestFunctionController(t *testing.T) {
 			"a replicas change is no rollout")
 	})
 
+	t.Run("every option: HPA, secret mounts, labels, annotations, override; then steady", func(t *testing.T) {
+		ns := e.namespace(t, "options")
+		ctx := context.Background()
+		require.NoError(t, e.c.Create(ctx, &v1alpha2.Function{
+			ObjectMeta: metav1.ObjectMeta{Name: "full", Namespace: ns, Labels: map[string]string{"team": "a"}},
+			Spec: v1alpha2.FunctionSpec{
+				Runtime:              v1alpha2.RuntimeNodejs22,
+				RuntimeImageOverride: "example.org/custom-node:1",
+				Source: v1alpha2.Source{Inline: &v1alpha2.InlineSource{
+					Source: "module.exports = { main: () => 'full' }", Dependencies: `{"name":"full"}`}},
+				Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}},
+				ScaleConfig:  &v1alpha2.ScaleConfig{MinReplicas: ptrTo(int32(1)), MaxReplicas: ptrTo(int32(3))},
+				SecretMounts: []v1alpha2.SecretMount{{SecretName: "my.secret", MountPath: "/secret"}},
+				Labels:       map[string]string{"pod": "label"},
+				Annotations:  map[string]string{"pod/annotation": "yes"},
+				ResourceConfiguration: &v1alpha2.ResourceConfiguration{
+					Function: &v1alpha2.ResourceRequirements{Profile: "M"},
+					Build:    &v1alpha2.ResourceRequirements{Profile: "fast"},
+				},
+				Replicas: ptrTo(int32(1)),
+			},
+		}))
+		e.waitCondition(t, ns, "full", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		e.finishJob(t, e.jobs(t, ns, "full")[0], true)
+		e.waitCondition(t, ns, "full", v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentCreated)
+		e.readyDeployment(t, e.deployments(t, ns, "full")[0])
+		fn := e.waitCondition(t, ns, "full", v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
+		assert.Equal(t, "example.org/custom-node:1", fn.Status.RuntimeImage)
+		assert.Equal(t, "M", fn.Status.FunctionResourceProfile)
+		assert.Equal(t, "fast", fn.Status.BuildResourceProfile)
+		assert.Equal(t, "1Gi", ptrTo(e.deployments(t, ns, "full")[0].Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]).String())
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Len(c, children(c, e, ns, "full", &autoscalingv1.HorizontalPodAutoscalerList{}).Items, 1)
+		}, eventual, tick)
+
+		before := e.writes.of(ns, "full")
+		t.Logf("writes for a Function with every option: %d %v", total(before), before)
+		// Touch every child: each triggers a pass that must find nothing to change.
+		for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.ServiceList{}, &autoscalingv1.HorizontalPodAutoscalerList{}} {
+			children(t, e, ns, "full", l)
+			items, err := meta.ExtractList(l)
+			require.NoError(t, err)
+			for _, o := range items {
+				obj := o.(client.Object)
+				obj.SetAnnotations(merge(obj.GetAnnotations(), map[string]string{"touched": "yes"}))
+				require.NoError(t, e.c.Update(ctx, obj))
+			}
+		}
+		time.Sleep(2 * time.Second)
+		assert.Equal(t, before, e.writes.of(ns, "full"))
+	})
+
 	t.Run("a restarted controller writes nothing", func(t *testing.T) {
 		events := func() int {
 			var l eventsv1.EventList
@@ -232,9 +288,10 @@ func TestFunctionController(t *testing.T) {
 		assert.NotZero(t, before, "the Functions above emitted events")
 		assert.Equal(t, before, events())
 		// The restarted controller works.
-		e.createFunction(t, "inline", "after-restart")
-		e.waitCondition(t, "inline", "after-restart", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
-		e.finishAll(t, "inline")
+		ns := e.namespace(t, "restart")
+		e.createFunction(t, ns, "after-restart")
+		e.waitCondition(t, ns, "after-restart", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		e.finishAll(t, ns)
 	})
 }
 
@@ -244,3 +301,14 @@ type batchJobs struct {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

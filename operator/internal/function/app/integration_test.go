@@ -159,7 +159,22 @@ func (e *env) startController(t *testing.T) {
 	t.Helper()
 	scheme, err := app.NewScheme()
 	require.NoError(t, err)
-	cfg, err := config.Load(func(string) (string, bool) { return "", false })
+	// Presets as the chart writes them (1024Mi is stored as 1Gi: compared semantically).
+	env := map[string]string{config.EnvResourceConfig: `
+function:
+  resources:
+    defaultPreset: S
+    presets:
+      S: {requestCpu: 100m, requestMemory: 128Mi, limitCpu: 200m, limitMemory: 256Mi}
+      M: {requestCpu: 200m, requestMemory: 256Mi, limitCpu: 400m, limitMemory: 1024Mi}
+buildJob:
+  resources:
+    defaultPreset: normal
+    presets:
+      normal: {requestCpu: 500m, requestMemory: 700Mi, limitCpu: 1100m, limitMemory: 1100Mi}
+      fast: {requestCpu: 900m, requestMemory: 1100Mi, limitCpu: 1700m, limitMemory: 1100Mi}
+`}
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 	cfg.Build.MaxSimultaneousJobs = maxJobs
 	cfg.GitFetchRequeueDuration = backoff

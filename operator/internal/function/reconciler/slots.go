@@ -115,7 +115,9 @@ func (s *BuildSlots) Waiting(n int) []types.NamespacedName {
 // count is the number of unfinished build Jobs; s.mu is held.
 func (s *BuildSlots) count(ctx context.Context) (int, error) {
 	var jobs batchv1.JobList
-	if err := s.reader.List(ctx, &jobs, client.MatchingLabels{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}); err != nil {
+	// Read-only, so the cached objects are not copied.
+	if err := s.reader.List(ctx, &jobs, client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}); err != nil {
 		return 0, fmt.Errorf("counting build Jobs: %w", err)
 	}
 	n := 0

@@ -33,7 +33,12 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 	}
 	desired := resources.Deployment(p.in)
 	if !p.built {
-		desired.Spec.Template.Spec.Containers[0].Image = keep.Spec.Template.Spec.Containers[0].Image
+		if c := keep.Spec.Template.Spec.Containers; len(c) > 0 {
+			desired.Spec.Template.Spec.Containers[0].Image = c[0].Image
+		} else {
+			p.stop = true // not a Deployment this controller made; wait for the build
+			return nil
+		}
 	}
 	if keep == nil {
 		if err := r.create(ctx, desired); err != nil {
