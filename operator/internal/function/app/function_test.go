@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
 // One API server for all cases; each case has its own namespace and leaves
@@ -271,6 +272,59 @@ func TestFunctionController(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		assert.Equal(t, before, e.writes.of(ns, "full"))
+	})
+
+	t.Run("takeover of a 1.8.4 Function: no Job, no rollout", func(t *testing.T) {
+		ctx := context.Background()
+		e.stop() // 1.8.4 ran until now
+		ns := e.namespace(t, "takeover")
+		e.createFunction(t, ns, "old")
+		fn := e.function(t, ns, "old")
+		cfg := controllerConfig(t)
+		in := resources.Inputs{Function: fn, Config: &cfg, Registry: resources.Registry{PushAddress: "registry.example:5000", PullAddress: "registry.example:5000"},
+			BaseImage: "example.org/function-runtime-python312:1"}
+		// The children as 1.8.4 made them: random names, no TTL on the Job, no
+		// annotation record on the Deployment.
+		cm := resources.SourceConfigMap(in)
+		require.NoError(t, e.c.Create(ctx, cm))
+		job := resources.BuildJob(in, cm.Name)
+		job.Spec.TTLSecondsAfterFinished, job.Spec.ActiveDeadlineSeconds = nil, nil
+		require.NoError(t, e.c.Create(ctx, job))
+		e.finishJob(t, *job, true)
+		dep := resources.Deployment(in)
+		delete(dep.Annotations, resources.AnnotationPodAnnotationKeys)
+		require.NoError(t, e.c.Create(ctx, dep))
+		e.readyDeployment(t, *dep)
+		require.NoError(t, e.c.Create(ctx, resources.Service(in)))
+		now := metav1.Now()
+		fn.Status = v1alpha2.FunctionStatus{
+			Runtime: v1alpha2.RuntimePython312, RuntimeImage: in.BaseImage, PodSelector: resources.PodSelector(fn), Replicas: 1,
+			Conditions: []v1alpha2.Condition{
+				{Type: v1alpha2.ConditionRunning, Status: corev1.ConditionTrue, Reason: v1alpha2.ReasonDeploymentReady, Message: "Deployment " + dep.Name + " is ready", LastTransitionTime: now},
+				{Type: v1alpha2.ConditionBuildReady, Status: corev1.ConditionTrue, Reason: v1alpha2.ReasonJobFinished, Message: "Job " + job.Name + " finished", LastTransitionTime: now},
+				{Type: v1alpha2.ConditionConfigurationReady, Status: corev1.ConditionTrue, Reason: v1alpha2.ReasonConfigMapCreated, Message: "ConfigMap " + cm.Name + " created", LastTransitionTime: now},
+			},
+		}
+		require.NoError(t, e.c.Status().Update(ctx, fn))
+		depBefore := e.deployments(t, ns, "old")[0]
+
+		e.startController(t)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			got := e.function(c, ns, "old")
+			assert.Equal(c, got.Generation, got.Status.ObservedGeneration)
+			assert.Equal(c, dep.Spec.Template.Spec.Containers[0].Image, got.Status.BuiltImage)
+		}, eventual, tick)
+		time.Sleep(time.Second)
+		assert.Len(t, e.jobs(t, ns, "old"), 1, "no new Job")
+		deps := e.deployments(t, ns, "old")
+		require.Len(t, deps, 1)
+		assert.Equal(t, depBefore.Generation, deps[0].Generation, "no rollout")
+		assert.Equal(t, depBefore.ResourceVersion, deps[0].ResourceVersion, "Deployment untouched")
+		w := e.writes.of(ns, "old")
+		t.Logf("writes to take over a 1.8.4 Function: %v", w)
+		assert.Equal(t, map[string]int{"patch/status *v1alpha2.Function": 1}, w, "one status write (builtImage, observedGeneration)")
+		got := e.function(t, ns, "old")
+		assert.Equal(t, v1alpha2.ReasonDeploymentReady, conditionOf(got, v1alpha2.ConditionRunning).Reason)
 	})
 
 	t.Run("a restarted controller writes nothing", func(t *testing.T) {

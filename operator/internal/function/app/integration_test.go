@@ -154,11 +154,9 @@ func start(t *testing.T) *env {
 	return e
 }
 
-// startController starts a controller process (a manager), as the binary does.
-func (e *env) startController(t *testing.T) {
+// controllerConfig is the configuration of the controller under test.
+func controllerConfig(t *testing.T) config.Config {
 	t.Helper()
-	scheme, err := app.NewScheme()
-	require.NoError(t, err)
 	// Presets as the chart writes them (1024Mi is stored as 1Gi: compared semantically).
 	env := map[string]string{config.EnvResourceConfig: `
 function:
@@ -178,6 +176,15 @@ buildJob:
 	require.NoError(t, err)
 	cfg.Build.MaxSimultaneousJobs = maxJobs
 	cfg.GitFetchRequeueDuration = backoff
+	return cfg
+}
+
+// startController starts a controller process (a manager), as the binary does.
+func (e *env) startController(t *testing.T) {
+	t.Helper()
+	scheme, err := app.NewScheme()
+	require.NoError(t, err)
+	cfg := controllerConfig(t)
 	cacheOpts, err := app.CacheOptions(&cfg)
 	require.NoError(t, err)
 	mgr, err := ctrl.NewManager(e.rest, manager.Options{

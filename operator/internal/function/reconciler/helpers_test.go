@@ -108,6 +108,7 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	require.NoError(t, err)
 	f := &fixture{client: c, rec: &recorder{}, writes: writes, now: time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)}
 	f.r = New(c, f.rec, m, NewBuildSlots(c, 2, m), Options{Config: testConfig(t), CacheWait: time.Second, Now: func() time.Time { return f.now }})
+	f.r.started = f.now.Add(-time.Hour) // a controller long running, unless a test says otherwise
 	return f
 }
 

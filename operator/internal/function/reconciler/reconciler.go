@@ -64,6 +64,7 @@ type Reconciler struct {
 	cfg     config.Config
 	wait    time.Duration
 	now     func() time.Time
+	started time.Time // when this process began reconciling (prerequisites grace)
 }
 
 // New returns a Reconciler. c must read from the manager's cache.
@@ -76,7 +77,7 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 	}
 	return &Reconciler{
 		client: c, events: events, metrics: metrics, slots: slots, retries: newRetries(),
-		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now,
+		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(),
 	}
 }
 

@@ -35,10 +35,12 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 			return nil
 		}
 		// The copies controller creates the copies when a namespace gets its
-		// first Function, milliseconds later; their watch event brings the
-		// next pass. A new Function says nothing meanwhile (no write, no
-		// Warning for every first Function of a namespace).
-		if wait := prerequisitesGrace - p.now.Sub(p.fn.CreationTimestamp.Time); len(p.fn.Status.Conditions) == 0 && wait > 0 {
+		// first Function, and adopts 1.8.4's copies after a takeover, within
+		// moments; their watch event brings the next pass. Until then a new
+		// Function, or any Function just after the controller started, says
+		// nothing (no write, no Warning per Function, no flapping condition).
+		since := min(p.now.Sub(p.fn.CreationTimestamp.Time), p.now.Sub(r.started))
+		if wait := min(prerequisitesGrace, prerequisitesGrace-since); wait > 0 {
 			p.keepStatus, p.requeueAfter = true, wait
 			return nil
 		}

@@ -287,6 +287,7 @@ func TestDeploymentOf184IsAdoptedWithoutABuild(t *testing.T) {
 func TestNewFunctionWaitsSilentlyForItsCopies(t *testing.T) {
 	fn := newFunction("hello")
 	f := newFixture(t, fn)
+	f.r.started = fn.CreationTimestamp.Add(-time.Hour)
 	f.now = fn.CreationTimestamp.Add(3 * time.Second)
 	assert.Equal(t, 7*time.Second, f.reconcile(t, "hello"), "requeued for the rest of the grace")
 	assert.Empty(t, f.writes.take(), "no status, no children")
@@ -305,4 +306,16 @@ func TestExcludedNamespaceIsReportedAtOnce(t *testing.T) {
 	f.reconcile(t, "hello")
 	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
 	assert.Contains(t, c.Message, "namespace fn-test is excluded")
+}
+
+func TestJustStartedControllerWaitsSilentlyForAdoptedCopies(t *testing.T) {
+	fn := newFunction("hello")
+	fn.Status.Conditions = []v1alpha2.Condition{{Type: v1alpha2.ConditionConfigurationReady, Status: corev1.ConditionTrue,
+		Reason: v1alpha2.ReasonConfigMapCreated, Message: "ConfigMap hello-abcde created"}}
+	f := newFixture(t, fn)
+	f.r.started = f.now.Add(-2 * time.Second)
+	assert.Equal(t, 8*time.Second, f.reconcile(t, "hello"))
+	assert.Empty(t, f.writes.take())
+	assert.Empty(t, f.rec.events)
+	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
 }
