@@ -93,7 +93,9 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	restCfg.QPS, restCfg.Burst = 50, 100
+	// A burst of new Functions costs about seven writes each; the API
+	// server's own flow control protects it beyond that.
+	restCfg.QPS, restCfg.Burst = 200, 400
 	restCfg.UserAgent = id.Name
 
 	scheme, err := app.NewScheme()

@@ -31,6 +31,9 @@ import (
 // events by the events.k8s.io recorder).
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/status,verbs=patch
+// Children carry blockOwnerDeletion; clusters that enforce owner-reference
+// permissions require this to create them.
+// +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
