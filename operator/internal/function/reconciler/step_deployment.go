@@ -32,6 +32,12 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 		return nil
 	}
 	desired := resources.Deployment(p.in)
+	if !p.built && liveRuntime(keep) != string(p.fn.Spec.Runtime) {
+		// A runtime change: the old image cannot run with the new runtime's
+		// settings; the Deployment waits for the build.
+		p.deployment = keep
+		return nil
+	}
 	if !p.built {
 		if c := keep.Spec.Template.Spec.Containers; len(c) > 0 {
 			desired.Spec.Template.Spec.Containers[0].Image = c[0].Image
@@ -111,4 +117,16 @@ func pickDeployment(deps []appsv1.Deployment, image string) *appsv1.Deployment {
 		return &deps[0]
 	}
 	return nil
+}
+
+// liveRuntime is the FUNC_RUNTIME a Deployment's function container runs with.
+func liveRuntime(dep *appsv1.Deployment) string {
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == "FUNC_RUNTIME" {
+				return e.Value
+			}
+		}
+	}
+	return ""
 }

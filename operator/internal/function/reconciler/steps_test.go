@@ -319,3 +319,43 @@ func TestJustStartedControllerWaitsSilentlyForAdoptedCopies(t *testing.T) {
 	assert.Empty(t, f.rec.events)
 	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
 }
+
+func TestRuntimeChangeWaitsForTheBuildBeforeTheDeployment(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	f.reconcile(t, "hello")
+	jobs := f.jobs(t)
+	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, "hello")
+	before := f.deployments(t)[0]
+
+	got := f.function(t, "hello")
+	got.Spec.Runtime = v1alpha2.RuntimeNodejs20
+	got.Spec.Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
+	got.Generation = 2
+	require.NoError(t, f.client.Update(context.Background(), got))
+	f.writes.take()
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"create *v1.Job": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take(),
+		"a new build; the Deployment (old image, old runtime) is left alone")
+	assert.Equal(t, before.Spec.Template, f.deployments(t)[0].Spec.Template)
+
+	newJob := unfinishedJobs(f.jobs(t))
+	require.Len(t, newJob, 1)
+	f.finishJob(t, &newJob[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"update *v1.Deployment": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
+	c := f.deployments(t)[0].Spec.Template.Spec.Containers[0]
+	assert.Equal(t, "A", c.Env[0].Name)
+	assert.Equal(t, "nodejs20", liveRuntime(&f.deployments(t)[0]))
+}
+
+func unfinishedJobs(jobs []batchv1.Job) []batchv1.Job {
+	var out []batchv1.Job
+	for _, j := range jobs {
+		if !jobDone(&j) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
