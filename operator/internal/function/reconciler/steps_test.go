@@ -8,10 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
@@ -358,4 +360,78 @@ func unfinishedJobs(jobs []batchv1.Job) []batchv1.Job {
 		}
 	}
 	return out
+}
+
+// built returns a fixture whose Function "hello" has been built once.
+func builtFixture(t *testing.T, fn *v1alpha2.Function, objs ...client.Object) *fixture {
+	t.Helper()
+	f := newFixture(t, append(append(prerequisites(testNS), fn), objs...)...)
+	f.reconcile(t, fn.Name)
+	jobs := f.jobs(t)
+	require.Len(t, jobs, 1)
+	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	return f
+}
+
+func TestForeignServiceIsNotTakenOver(t *testing.T) {
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: testNS},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1234}}}}
+	f := builtFixture(t, newFunction("hello"), foreign)
+	f.reconcile(t, "hello")
+	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed)
+	assert.Contains(t, c.Message, "does not belong to the Function")
+	svc := &corev1.Service{}
+	require.NoError(t, f.client.Get(context.Background(), client.ObjectKeyFromObject(foreign), svc))
+	assert.Equal(t, int32(1234), svc.Spec.Ports[0].Port, "left alone")
+}
+
+func TestHPAFollowsScaleConfig(t *testing.T) {
+	fn := newFunction("hello")
+	fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
+	f := builtFixture(t, fn)
+	f.reconcile(t, "hello")
+	hpas := func() []autoscalingv1.HorizontalPodAutoscaler {
+		var l autoscalingv1.HorizontalPodAutoscalerList
+		require.NoError(t, f.client.List(context.Background(), &l, client.InNamespace(testNS)))
+		return l.Items
+	}
+	require.Len(t, hpas(), 1)
+	assert.Equal(t, int32(4), hpas()[0].Spec.MaxReplicas)
+
+	got := f.function(t, "hello")
+	got.Spec.ScaleConfig.MaxReplicas = ptr.To[int32](6)
+	require.NoError(t, f.client.Update(context.Background(), got))
+	f.reconcile(t, "hello")
+	require.Len(t, hpas(), 1)
+	assert.Equal(t, int32(6), hpas()[0].Spec.MaxReplicas)
+
+	got = f.function(t, "hello")
+	got.Spec.ScaleConfig = nil
+	require.NoError(t, f.client.Update(context.Background(), got))
+	f.reconcile(t, "hello")
+	assert.Empty(t, hpas())
+}
+
+func TestExtraChildrenAreDeletedKeepingTheOldest(t *testing.T) {
+	fn := newFunction("hello")
+	f := builtFixture(t, fn)
+	f.reconcile(t, "hello")
+	cms := func() []corev1.ConfigMap {
+		var l corev1.ConfigMapList
+		require.NoError(t, f.client.List(context.Background(), &l, client.InNamespace(testNS),
+			client.MatchingLabels(resources.InternalLabels(fn))))
+		return l.Items
+	}
+	first := cms()[0]
+	extra := first.DeepCopy()
+	extra.ResourceVersion, extra.Name, extra.GenerateName = "", "", "hello-"
+	extra.CreationTimestamp = metav1.NewTime(first.CreationTimestamp.Add(time.Hour))
+	require.NoError(t, f.client.Create(context.Background(), extra))
+	require.Len(t, cms(), 2)
+	f.writes.take()
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"delete *v1.ConfigMap": 1}, f.writes.take())
+	left := cms()
+	require.Len(t, left, 1)
+	assert.Equal(t, first.Name, left[0].Name)
 }
