@@ -52,8 +52,12 @@ func (r *Reconciler) service(ctx context.Context, p *pass) error {
 	return nil
 }
 
+// serviceFailed reports a Service that cannot be made. The cause (a foreign
+// Service, which the cache does not see go) sends no event, so the pass is
+// retried after the failure backoff.
 func (r *Reconciler) serviceFailed(p *pass, msg string) error {
 	setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed, msg, p.now)
 	p.stop = true
+	p.requeueAfter = r.cfg.GitFetchRequeueDuration
 	return nil
 }

@@ -377,7 +377,7 @@ func TestForeignServiceIsNotTakenOver(t *testing.T) {
 	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: testNS},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1234}}}}
 	f := builtFixture(t, newFunction("hello"), foreign)
-	f.reconcile(t, "hello")
+	assert.Equal(t, 30*time.Second, f.reconcile(t, "hello"), "retried: the foreign Service's removal sends no event")
 	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed)
 	assert.Contains(t, c.Message, "does not belong to the Function")
 	svc := &corev1.Service{}
