@@ -256,6 +256,19 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 	base := f.baseCopies()
 	fnNS := f.cluster.Namespace(t, "functions")
 
+	t.Run("the log level reaches the running controller through its ConfigMap volume", func(t *testing.T) {
+		pid := f.fc.PID()
+		// From info (the default; a CR left by `make run` may say debug) to debug.
+		f.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "info" })
+		f.waitFor("default", "log level info in the status", 30*time.Second, func(cr *v1alpha1.Serverless) bool { return cr.Status.LogLevel == "info" })
+		time.Sleep(2 * time.Second) // the volume sync's period, so the controller has seen info
+		f.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "debug" })
+		framework.WaitFor(t, 30*time.Second, "the controller to switch to debug", func(context.Context) (bool, string, error) {
+			return f.fc.LogHas(`"log level changed","level":"debug"`), "", nil
+		}, framework.DumpLog(f.fc.Process, 20))
+		assert.Equal(t, pid, f.fc.PID(), "no restart")
+	})
+
 	names := map[v1alpha2.Runtime]string{}
 	t.Run("one Function per runtime reaches Running", func(t *testing.T) {
 		start := time.Now()
