@@ -38,17 +38,17 @@ func TestFunctionController(t *testing.T) {
 		assert.Empty(t, e.deployments(t, ns, "hello"), "no Deployment before the build")
 
 		e.finishJob(t, jobs[0], true)
-		fn = e.waitCondition(t, ns, "hello", v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentCreated)
-		assert.Equal(t, corev1.ConditionTrue, conditionOf(fn, v1alpha2.ConditionBuildReady).Status)
-		deps := e.deployments(t, ns, "hello")
-		require.Len(t, deps, 1)
-		assert.Equal(t, deps[0].Spec.Template.Spec.Containers[0].Image, fn.Status.BuiltImage)
+		dep := e.waitDeployment(t, ns, "hello")
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			assert.Len(c, children(c, e, ns, "hello", &corev1.ServiceList{}).Items, 1)
 		}, eventual, tick)
+		// The new Deployment gets a moment to become ready before the status is written.
+		assert.Empty(t, conditionOf(e.function(t, ns, "hello"), v1alpha2.ConditionRunning).Status)
 
-		e.readyDeployment(t, deps[0])
+		e.readyDeployment(t, dep)
 		fn = e.waitCondition(t, ns, "hello", v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
+		assert.Equal(t, corev1.ConditionTrue, conditionOf(fn, v1alpha2.ConditionBuildReady).Status)
+		assert.Equal(t, dep.Spec.Template.Spec.Containers[0].Image, fn.Status.BuiltImage)
 		assert.Equal(t, fn.Generation, fn.Status.ObservedGeneration)
 		assert.Equal(t, int32(1), fn.Status.Replicas)
 		assert.NotEmpty(t, fn.Status.PodSelector)
@@ -60,6 +60,18 @@ func TestFunctionController(t *testing.T) {
 		assert.Equal(t, 1, w["create *v1.Deployment"])
 		assert.Equal(t, 1, w["create *v1.Service"])
 		assert.LessOrEqual(t, total(w), 8)
+	})
+
+	t.Run("a first Deployment that is slow to become ready: the status says so after a moment", func(t *testing.T) {
+		ns := e.namespace(t, "slow")
+		e.createFunction(t, ns, "hello")
+		e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+		e.finishJob(t, e.jobs(t, ns, "hello")[0], true)
+		dep := e.waitDeployment(t, ns, "hello")
+		fn := e.waitCondition(t, ns, "hello", v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting)
+		assert.Equal(t, corev1.ConditionTrue, conditionOf(fn, v1alpha2.ConditionBuildReady).Status)
+		assert.Equal(t, dep.Spec.Template.Spec.Containers[0].Image, fn.Status.BuiltImage)
+		assert.GreaterOrEqual(t, conditionOf(fn, v1alpha2.ConditionRunning).LastTransitionTime.Sub(dep.CreationTimestamp.Time), 4*time.Second)
 	})
 
 	t.Run("status not rewritten when nothing changed", func(t *testing.T) {
@@ -246,8 +258,7 @@ func TestFunctionController(t *testing.T) {
 		}))
 		e.waitCondition(t, ns, "full", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
 		e.finishJob(t, e.jobs(t, ns, "full")[0], true)
-		e.waitCondition(t, ns, "full", v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentCreated)
-		e.readyDeployment(t, e.deployments(t, ns, "full")[0])
+		e.readyDeployment(t, e.waitDeployment(t, ns, "full"))
 		fn := e.waitCondition(t, ns, "full", v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
 		assert.Equal(t, "example.org/custom-node:1", fn.Status.RuntimeImage)
 		assert.Equal(t, "M", fn.Status.FunctionResourceProfile)
@@ -333,6 +344,17 @@ func TestFunctionController(t *testing.T) {
 			require.NoError(t, e.c.List(context.Background(), &l))
 			return len(l.Items)
 		}
+		// Every Function with a Deployment has its status written (none is
+		// in its first-rollout delay, whose timer a stop would drop).
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var fns v1alpha2.FunctionList
+			require.NoError(c, e.c.List(context.Background(), &fns))
+			for _, fn := range fns.Items {
+				if len(e.deployments(c, fn.Namespace, fn.Name)) > 0 {
+					assert.NotEmpty(c, conditionOf(&fn, v1alpha2.ConditionRunning).Status, "%s/%s", fn.Namespace, fn.Name)
+				}
+			}
+		}, eventual, tick)
 		e.stop()
 		before := events()
 		e.writes.all()

@@ -371,11 +371,21 @@ func (e *env) runFunction(t *testing.T, ns, name string) *v1alpha2.Function {
 	jobs := e.jobs(t, ns, name)
 	require.Len(t, jobs, 1)
 	e.finishJob(t, jobs[0], true)
-	e.waitCondition(t, ns, name, v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentCreated)
-	deps := e.deployments(t, ns, name)
-	require.Len(t, deps, 1)
-	e.readyDeployment(t, deps[0])
+	e.readyDeployment(t, e.waitDeployment(t, ns, name))
 	return e.waitCondition(t, ns, name, v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
+}
+
+// waitDeployment waits for the Function's one Deployment.
+func (e *env) waitDeployment(t *testing.T, ns, name string) appsv1.Deployment {
+	t.Helper()
+	var dep appsv1.Deployment
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		deps := e.deployments(c, ns, name)
+		if assert.Len(c, deps, 1) {
+			dep = deps[0]
+		}
+	}, eventual, tick)
+	return dep
 }
 
 // finishAll completes every unfinished Job of ns, so the build slots are free

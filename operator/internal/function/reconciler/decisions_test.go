@@ -247,3 +247,42 @@ func TestAdoptableTakesA184DeploymentAsCarryingTheRecord(t *testing.T) {
 		})
 	}
 }
+
+func TestFirstRolloutWait(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	ready := []appsv1.DeploymentCondition{
+		depCond(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable"),
+		depCond(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable"),
+	}
+	running := []v1alpha2.Condition{{Type: v1alpha2.ConditionRunning, Status: corev1.ConditionUnknown}}
+	tests := []struct {
+		name    string
+		stored  []v1alpha2.Condition
+		rolled  string
+		age     time.Duration
+		isReady bool
+		want    time.Duration
+	}{
+		{name: "just created", rolled: v1alpha2.ReasonDeploymentCreated, want: firstRolloutDelay},
+		{name: "new and rolling out", age: 2 * time.Second, want: 3 * time.Second},
+		{name: "new and ready: write now", age: 2 * time.Second, isReady: true},
+		{name: "new, not ready, delay over: write", age: 6 * time.Second},
+		{name: "Running already reported: write as usual", stored: running, age: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := newFunction("hello")
+			fn.Status.Conditions = tt.stored
+			p := newPass(fn, ptrConfig(testConfig(t)), metav1.NewTime(now))
+			p.rolled = tt.rolled
+			dep := depWith(1, 1)
+			dep.CreationTimestamp = metav1.NewTime(now.Add(-tt.age))
+			if tt.isReady {
+				dep.Status.Conditions = ready
+			}
+			assert.Equal(t, tt.want, firstRolloutWait(p, dep))
+		})
+	}
+}
+
+func ptrConfig[T any](v T) *T { return &v }

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,10 @@ func (r *Reconciler) running(_ context.Context, p *pass) error {
 		return nil
 	}
 	p.status.Replicas = dep.Status.Replicas
+	if wait := firstRolloutWait(p, dep); wait > 0 {
+		p.keepStatus, p.requeueAfter = true, wait
+		return nil
+	}
 	if p.rolled != "" {
 		verb := "created"
 		if p.rolled == v1alpha2.ReasonDeploymentUpdated {
@@ -41,6 +46,28 @@ func (r *Reconciler) running(_ context.Context, p *pass) error {
 	}
 	setCondition(&p.status, v1alpha2.ConditionRunning, status, reason, msg, p.now)
 	return nil
+}
+
+// firstRolloutDelay is how long the status of a Function whose first
+// Deployment was just created waits for that Deployment to become ready, so
+// that "built" and "running" are one status write instead of two (a new
+// Deployment is usually ready within seconds). After it, the status is
+// written as it is (BuildReady True, Running Unknown); the build is never
+// lost meanwhile: the Deployment runs the image (see build).
+const firstRolloutDelay = 5 * time.Second
+
+// firstRolloutWait is how long this pass leaves the status unwritten: the
+// rest of firstRolloutDelay while the Function has no Running condition yet
+// and its new Deployment is not ready; else 0.
+func firstRolloutWait(p *pass, dep *appsv1.Deployment) time.Duration {
+	if condition(&p.fn.Status, v1alpha2.ConditionRunning) != nil {
+		return 0
+	}
+	if status, _, _ := deploymentState(dep); status == corev1.ConditionTrue && p.rolled == "" {
+		return 0
+	}
+	age := max(0, p.now.Sub(dep.CreationTimestamp.Time))
+	return max(0, firstRolloutDelay-age)
 }
 
 // deploymentState reads a Deployment's conditions. A Deployment the
