@@ -91,6 +91,7 @@ func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason,
 }
 
 type fixture struct {
+	reg    *prometheus.Registry
 	writes *writeCounter
 	client client.Client
 	rec    *recorder
@@ -104,9 +105,10 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).
 		WithStatusSubresource(&v1alpha2.Function{}).
 		WithObjects(objs...).WithInterceptorFuncs(writes.funcs()).Build()
-	m, err := NewMetrics(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
 	require.NoError(t, err)
-	f := &fixture{client: c, rec: &recorder{}, writes: writes, now: time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)}
+	f := &fixture{client: c, rec: &recorder{}, writes: writes, reg: reg, now: time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)}
 	f.r = New(c, f.rec, m, NewBuildSlots(c, 2, m), Options{Config: testConfig(t), CacheWait: time.Second, Now: func() time.Time { return f.now }})
 	f.r.started = f.now.Add(-time.Hour) // a controller long running, unless a test says otherwise
 	return f
@@ -176,4 +178,33 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}
+}
+
+// counter reads a counter of the fixture's metrics.
+func (f *fixture) counter(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := f.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// histogram reads the sample count and sum of a histogram of the fixture's metrics.
+func (f *fixture) histogram(t *testing.T, name string) (uint64, float64) {
+	t.Helper()
+	families, err := f.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		if mf.GetName() == name {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0, 0
 }

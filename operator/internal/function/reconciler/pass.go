@@ -36,6 +36,7 @@ type pass struct {
 	hpas        []autoscalingv1.HorizontalPodAutoscaler
 
 	sourceConfigMap string             // name of the source ConfigMap in use
+	finishedJob     *batchv1.Job       // the build Job whose success this pass records
 	built           bool               // the expected image exists
 	deployment      *appsv1.Deployment // the Deployment kept
 	rolled          string             // DeploymentCreated/DeploymentUpdated when this pass changed the Pod template

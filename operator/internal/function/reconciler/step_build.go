@@ -51,7 +51,7 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	if current != nil {
 		switch {
 		case jobCondition(current, batchv1.JobComplete) != nil:
-			r.metrics.ObserveBuild(current)
+			p.finishedJob = current
 			r.built(p, fmt.Sprintf("Job %s finished", current.Name))
 			return nil
 		case jobCondition(current, batchv1.JobFailed) != nil:
@@ -108,10 +108,7 @@ func (r *Reconciler) built(p *pass, message string) {
 func (r *Reconciler) failed(ctx context.Context, p *pass, job *batchv1.Job) (bool, error) {
 	c := jobCondition(job, batchv1.JobFailed)
 	msg := fmt.Sprintf("Job %s failed, it will be re-run: %s", job.Name, jobFailure(c))
-	if cur := condition(&p.status, v1alpha2.ConditionBuildReady); cur == nil || cur.Status != corev1.ConditionFalse || cur.Message != msg {
-		r.metrics.BuildFailed()
-		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed, msg, p.now)
-	}
+	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed, msg, p.now)
 	wait := retryIn(job, c, p.fn, r.retries.delay(p.key, r.cfg.GitFetchRequeueDuration), p.now.Time)
 	if wait > 0 {
 		p.requeueAfter = wait

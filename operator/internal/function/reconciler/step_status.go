@@ -33,7 +33,21 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	for _, e := range statusEvents(&p.fn.Status, &p.status) {
 		r.events.Eventf(fn, nil, e.kind, e.reason, e.action, "%s", e.message)
 	}
+	r.observeBuilds(p)
 	return nil
+}
+
+// observeBuilds counts what the status just written records for the first
+// time, so that a build is counted once however many passes saw it.
+func (r *Reconciler) observeBuilds(p *pass) {
+	if p.finishedJob != nil && p.fn.Status.BuiltImage != p.status.BuiltImage {
+		r.metrics.ObserveBuild(p.finishedJob)
+	}
+	old, cur := condition(&p.fn.Status, v1alpha2.ConditionBuildReady), condition(&p.status, v1alpha2.ConditionBuildReady)
+	if cur != nil && cur.Reason == v1alpha2.ReasonJobFailed &&
+		(old == nil || old.Reason != cur.Reason || old.Message != cur.Message) {
+		r.metrics.BuildFailed()
+	}
 }
 
 type statusEvent struct{ kind, reason, action, message string }

@@ -110,6 +110,12 @@ func TestInlineFunctionFromSourceToDeployment(t *testing.T) {
 	assert.Equal(t, int32(1), got.Status.Replicas)
 	assert.Equal(t, []recorded{{corev1.EventTypeNormal, v1alpha2.ReasonDeploymentReady, "Deployment " + dep.Name + " is ready"}}, f.rec.events)
 
+	assert.Equal(t, 1.0, f.counter(t, "serverless_function_builds_started_total"))
+	// The build of 10 s is observed once.
+	count, sum := f.histogram(t, "serverless_function_build_duration_seconds")
+	assert.Equal(t, uint64(1), count)
+	assert.Equal(t, 10.0, sum)
+
 	// Steady state, and after the Job's TTL removed it: nothing to do, no rebuild.
 	require.NoError(t, f.client.Delete(context.Background(), &jobs[0]))
 	f.writes.take()
@@ -183,6 +189,8 @@ func TestFailedBuildIsReportedAndRetriedAfterTheBackoff(t *testing.T) {
 	assert.Empty(t, f.deployments(t))
 	f.writes.take()
 
+	assert.Equal(t, 1.0, f.counter(t, "serverless_function_builds_failed_total"))
+
 	// Within the backoff: nothing.
 	f.now = f.now.Add(10 * time.Second)
 	assert.Equal(t, 20*time.Second, f.reconcile(t, "hello"))
@@ -200,6 +208,9 @@ func TestFailedBuildIsReportedAndRetriedAfterTheBackoff(t *testing.T) {
 	// The second failure waits twice as long.
 	f.finishJob(t, &left[0], batchv1.JobFailed, "BackoffLimitExceeded")
 	assert.Equal(t, time.Minute, f.reconcile(t, "hello"))
+	f.reconcile(t, "hello")
+	assert.Equal(t, 2.0, f.counter(t, "serverless_function_builds_failed_total"), "each failure counted once")
+	assert.Equal(t, 2.0, f.counter(t, "serverless_function_builds_started_total"))
 }
 
 func TestBuildCapMakesFunctionsWait(t *testing.T) {
