@@ -97,7 +97,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	}
 	slots := reconciler.NewBuildSlots(mgr.GetCache(), opts.Config.Build.MaxSimultaneousJobs, metrics)
 	r := reconciler.New(mgr.GetClient(), mgr.GetEventRecorder(module.FunctionController().Name), metrics, slots,
-		reconciler.Options{Config: opts.Config})
+		reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader()})
 	inflight := reconciler.NewInFlight()
 	if err := r.SetupWithManager(mgr, opts.Workers, inflight); err != nil {
 		return nil, fmt.Errorf("setting up the Function controller: %w", err)

@@ -55,11 +55,16 @@ type Options struct {
 	CacheWait time.Duration
 	// Now returns the current time (tests fix it).
 	Now func() time.Time
+	// API reads, from the API server, the per-namespace copies the cache
+	// does not hold: those a user took over (labelled managed-by: user)
+	// lack the controller's label. Nil: the cache only.
+	API client.Reader
 }
 
 // Reconciler reconciles Functions.
 type Reconciler struct {
 	client  client.Client // reads from the cache, writes to the API server
+	api     client.Reader // reads user-owned copies (nil: none)
 	events  EventRecorder
 	metrics *Metrics
 	slots   *BuildSlots
@@ -79,7 +84,7 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 		opts.CacheWait = 5 * time.Second
 	}
 	return &Reconciler{
-		client: c, events: events, metrics: metrics, slots: slots, retries: newRetries(),
+		client: c, api: opts.API, events: events, metrics: metrics, slots: slots, retries: newRetries(),
 		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(),
 	}
 }

@@ -51,7 +51,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 
 	secret := &corev1.Secret{}
 	secretName := r.cfg.ImageRegistryDefaultDockerConfigSecretName
-	if found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: secretName}, secret); err != nil {
+	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: secretName}, secret); err != nil {
 		return err
 	} else if !found {
 		return missing("registry Secret %s not found in namespace %s (the controller copies it from %s)", secretName, ns, r.cfg.BaseNamespace)
@@ -63,7 +63,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 
 	cm := &corev1.ConfigMap{}
 	cmName := resources.DockerfileConfigMapName(p.fn.Spec.Runtime)
-	if found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, cm); err != nil {
+	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, cm); err != nil {
 		return err
 	} else if !found {
 		return missing("Dockerfile ConfigMap %s not found in namespace %s (the controller copies it from %s)", cmName, ns, r.cfg.BaseNamespace)
@@ -75,7 +75,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 
 	sa := &corev1.ServiceAccount{}
 	saName := r.cfg.ImagePullAccountName
-	if found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: saName}, sa); err != nil {
+	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: saName}, sa); err != nil {
 		return err
 	} else if !found {
 		return missing("ServiceAccount %s not found in namespace %s (the controller copies it from %s)", saName, ns, r.cfg.BaseNamespace)
@@ -89,6 +89,25 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 // get reads obj from the cache; found is false when it does not exist.
 func (r *Reconciler) get(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
 	if err := r.client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return true, nil
+}
+
+// getCopy reads a per-namespace copy from the cache and, when the cache
+// has none, from the API server: a copy its user labelled managed-by: user
+// is theirs to keep and is not cached. That read happens only for a copy
+// the cache lacks, so Functions in namespaces with the controller's own
+// copies cost no API read.
+func (r *Reconciler) getCopy(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
+	found, err := r.get(ctx, key, obj)
+	if found || err != nil || r.api == nil {
+		return found, err
+	}
+	if err := r.api.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

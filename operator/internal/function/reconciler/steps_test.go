@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
@@ -445,4 +446,43 @@ func TestExtraChildrenAreDeletedKeepingTheOldest(t *testing.T) {
 	left := cms()
 	require.Len(t, left, 1)
 	assert.Equal(t, first.Name, left[0].Name)
+}
+
+// A registry Secret its user took over (managed-by: user) is not in the
+// cache; the Function reads it from the API server instead of reporting it
+// missing.
+func TestUserOwnedCopyIsReadFromTheAPIServer(t *testing.T) {
+	var secret *corev1.Secret
+	var inCache []client.Object
+	for _, o := range prerequisites(testNS) {
+		if s, ok := o.(*corev1.Secret); ok {
+			secret = s.DeepCopy()
+			secret.Labels = map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByUser}
+			continue
+		}
+		inCache = append(inCache, o)
+	}
+	require.NotNil(t, secret)
+	tests := []struct {
+		name    string
+		api     []client.Object
+		wantJob bool
+	}{
+		{"user Secret in the API server", []client.Object{secret}, true},
+		{"no Secret anywhere", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, append(inCache, newFunction("hello"))...)
+			f.r.api = fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tt.api...).Build()
+			f.reconcile(t, "hello")
+			if tt.wantJob {
+				assert.Len(t, f.jobs(t), 1)
+				assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
+				return
+			}
+			assert.Empty(t, f.jobs(t))
+			assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
+		})
+	}
 }
