@@ -422,8 +422,18 @@ func TestFunctionControllerKilledDuringBuilds(t *testing.T) {
 		names = append(names, name)
 		require.NoError(t, f.fcs.Create(ctx, inline(fnNS, name, rt, fmt.Sprintf("greeting %d", i))))
 	}
+	// The first kill lands while builds run: after the first Job appeared.
+	framework.WaitFor(t, time.Minute, "the first build Job", func(context.Context) (bool, string, error) {
+		n := 0
+		for _, name := range names {
+			n += f.jobs.count(fnNS, name)
+		}
+		return n > 0, "", nil
+	}, framework.DumpLog(f.fc.Process, 40))
 	for i := range 5 {
-		time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
+		if i > 0 {
+			time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
+		}
 		require.NoError(t, f.fc.Kill9(), "kill -9 #%d", i+1)
 		require.NoError(t, f.fc.Restart(), "restart #%d", i+1)
 	}
