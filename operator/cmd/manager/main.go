@@ -22,6 +22,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/app"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/reconciler"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
@@ -43,6 +44,7 @@ type config struct {
 	logFormat   string
 	logConfig   string
 	leaderElect string
+	nodePorts   string
 }
 
 func main() {
@@ -62,6 +64,7 @@ func parseFlags() config {
 	flag.StringVar(&c.logFormat, "log-format", envOr("LOG_FORMAT", "json"), "log format: json or console")
 	flag.StringVar(&c.logConfig, "log-config", os.Getenv("LOG_CONFIG"), "YAML file with logLevel, watched to change the level at run time")
 	flag.StringVar(&c.leaderElect, "leader-elect", "auto", "leader election: true, false, or auto (on inside a cluster)")
+	flag.StringVar(&c.nodePorts, "node-port-range", envOr("NODE_PORT_RANGE", values.DefaultNodePortRange().String()), "the API server's --service-node-port-range; the internal registry's NodePort is picked from it")
 	flag.Parse()
 	return c
 }
@@ -78,6 +81,11 @@ func run() error {
 		if err := logging.Watch(ctx, cfg.logConfig, level, logger); err != nil {
 			return fmt.Errorf("watching %s: %w", cfg.logConfig, err)
 		}
+	}
+
+	nodePorts, err := values.ParseNodePortRange(cfg.nodePorts)
+	if err != nil {
+		return fmt.Errorf("--node-port-range: %w", err)
 	}
 
 	restCfg, err := ctrl.GetConfig()
@@ -122,7 +130,7 @@ func run() error {
 	chartVersion, err := app.Setup(mgr, app.Options{
 		Chart:   chartFS,
 		Metrics: crmetrics.Registry,
-		Options: reconciler.Options{Namespace: cfg.namespace, ImageOverrides: imageOverrides(), NewSecret: randomAlphanumeric},
+		Options: reconciler.Options{Namespace: cfg.namespace, ImageOverrides: imageOverrides(), NewSecret: randomAlphanumeric, NodePortRange: nodePorts},
 	})
 	if err != nil {
 		return err

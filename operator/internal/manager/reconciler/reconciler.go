@@ -28,6 +28,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -79,6 +80,9 @@ type Options struct {
 	FunctionsRecheck time.Duration
 	// DeletionRecheck is how often an uninstall checks that objects are gone.
 	DeletionRecheck time.Duration
+	// NodePortRange is the API server's --service-node-port-range the
+	// registry's NodePort is picked from; zero means Kubernetes' default.
+	NodePortRange values.NodePortRange
 	// RolloutTimeout is how long objects may take to become ready after an
 	// apply before the state turns to Error.
 	RolloutTimeout time.Duration
@@ -102,6 +106,9 @@ type Reconciler struct {
 	// Service showed them (an allocation it has not released yet).
 	portsMu      sync.Mutex
 	refusedPorts map[int32]time.Time
+	// learnedRange is the NodePort range the API server named when it
+	// refused a port outside it; it wins over Options.NodePortRange.
+	learnedRange *values.NodePortRange
 
 	// watchFunctions starts watching Function deletions (once); set up by
 	// SetupWithManager, a no-op without it.

@@ -39,6 +39,16 @@ func (r *Reconciler) stepApply(ctx context.Context, s *state) bool {
 			// The next attempt picks another port.
 			r.refuse(s.nodePort)
 		}
+		if rng, refused, ok := nodePortOutOfRange(err); s.nodePort != 0 && refused {
+			if !ok || rng.Contains(s.nodePort) {
+				// Retrying the same port cannot succeed: only a new
+				// --node-port-range (a restart) or spec change helps.
+				return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed,
+					fmt.Errorf("installing the Serverless chart: NodePort %d is outside the API server's range; set the manager's --node-port-range: %w", s.nodePort, err), false)
+			}
+			// The next attempt picks a port in the range the API server named.
+			r.learnRange(rng)
+		}
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed, fmt.Errorf("installing the Serverless chart: %w", err), true)
 	}
 	if res.Waiting != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -128,23 +129,35 @@ func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values
 	return f, nil
 }
 
-// freeNodePort lists every Service's node ports and picks one for the registry.
+// servicePageSize bounds how many Services one list response holds: the
+// search walks every Service of the cluster, page by page.
+const servicePageSize = 500
+
+// freeNodePort lists every Service's node ports, a page at a time, and
+// picks one for the registry in the NodePort range.
 func (r *Reconciler) freeNodePort(ctx context.Context) (int32, error) {
-	list := &corev1.ServiceList{}
-	if err := r.api.List(ctx, list); err != nil {
-		return 0, fmt.Errorf("listing Services to find a free NodePort: %w", err)
-	}
 	used := r.refused()
-	for _, svc := range list.Items {
-		for _, p := range svc.Spec.Ports {
-			if p.NodePort != 0 {
-				used[p.NodePort] = true
+	cont := ""
+	for {
+		list := &corev1.ServiceList{}
+		if err := r.api.List(ctx, list, client.Limit(servicePageSize), client.Continue(cont)); err != nil {
+			return 0, fmt.Errorf("listing Services to find a free NodePort: %w", err)
+		}
+		for _, svc := range list.Items {
+			for _, p := range svc.Spec.Ports {
+				if p.NodePort != 0 {
+					used[p.NodePort] = true
+				}
 			}
 		}
+		if cont = list.Continue; cont == "" {
+			break
+		}
 	}
-	port := values.PickNodePort(used)
+	rng := r.portRange()
+	port := values.PickNodePort(used, rng)
 	if port == 0 {
-		return 0, errors.New("no free NodePort left for the internal registry")
+		return 0, fmt.Errorf("no free NodePort left for the internal registry in %s", rng)
 	}
 	return port, nil
 }
@@ -186,14 +199,66 @@ func (r *Reconciler) refused() map[int32]bool {
 // isNodePortTaken tells whether err is the API server refusing a NodePort
 // that is allocated already.
 func isNodePortTaken(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	for _, c := range status.Status().Details.Causes {
-		if strings.HasSuffix(c.Field, ".nodePort") && strings.Contains(c.Message, "already allocated") {
+	for _, c := range nodePortCauses(err) {
+		if strings.Contains(c.Message, "already allocated") {
 			return true
 		}
 	}
 	return false
+}
+
+// validRangeRE finds the range in the API server's refusal of a NodePort
+// outside --service-node-port-range.
+var validRangeRE = regexp.MustCompile(`range of valid ports is (\d+-\d+)`)
+
+// nodePortOutOfRange tells whether err is the API server refusing a NodePort
+// outside its range, and the range it names (ok false when it names none).
+func nodePortOutOfRange(err error) (rng values.NodePortRange, refused, ok bool) {
+	for _, c := range nodePortCauses(err) {
+		if !strings.Contains(c.Message, "not in the valid range") {
+			continue
+		}
+		m := validRangeRE.FindStringSubmatch(c.Message)
+		if m == nil {
+			return values.NodePortRange{}, true, false
+		}
+		rng, err := values.ParseNodePortRange(m[1])
+		return rng, true, err == nil
+	}
+	return values.NodePortRange{}, false, false
+}
+
+func nodePortCauses(err error) []metav1.StatusCause {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	var out []metav1.StatusCause
+	for _, c := range status.Status().Details.Causes {
+		if strings.HasSuffix(c.Field, ".nodePort") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// portRange is the NodePort range to pick from: the one the API server
+// named when it refused a port, else the configured one.
+func (r *Reconciler) portRange() values.NodePortRange {
+	r.portsMu.Lock()
+	defer r.portsMu.Unlock()
+	if r.learnedRange != nil {
+		return *r.learnedRange
+	}
+	if r.opts.NodePortRange.Max == 0 {
+		return values.DefaultNodePortRange()
+	}
+	return r.opts.NodePortRange
+}
+
+// learnRange remembers the range the API server named.
+func (r *Reconciler) learnRange(rng values.NodePortRange) {
+	r.portsMu.Lock()
+	defer r.portsMu.Unlock()
+	r.learnedRange = &rng
 }

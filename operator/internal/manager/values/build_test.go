@@ -211,29 +211,57 @@ func TestChanges(t *testing.T) {
 }
 
 func TestPickNodePort(t *testing.T) {
+	all := func(lo, hi int32) map[int32]bool {
+		m := map[int32]bool{}
+		for p := lo; p <= hi; p++ {
+			m[p] = true
+		}
+		return m
+	}
+	custom := NodePortRange{Min: 20000, Max: 20009}
 	tests := []struct {
 		name string
 		used map[int32]bool
+		rng  NodePortRange
 		want int32
 	}{
-		{"default free", nil, 32137},
-		{"default taken", map[int32]bool{32137: true, 32138: true}, 32139},
-		{"wraps around", func() map[int32]bool {
-			m := map[int32]bool{}
-			for p := int32(32137); p <= 32767; p++ {
-				m[p] = true
-			}
-			return m
-		}(), 30000},
-		{"all taken", func() map[int32]bool {
-			m := map[int32]bool{}
-			for p := int32(30000); p <= 32767; p++ {
-				m[p] = true
-			}
-			return m
-		}(), 0},
+		{"default free", nil, DefaultNodePortRange(), 32137},
+		{"default taken", map[int32]bool{32137: true, 32138: true}, DefaultNodePortRange(), 32139},
+		{"wraps around", all(32137, 32767), DefaultNodePortRange(), 30000},
+		{"all taken", all(30000, 32767), DefaultNodePortRange(), 0},
+		{"custom range below the default port starts at its minimum", nil, custom, 20000},
+		{"custom range skips used ports", map[int32]bool{20000: true}, custom, 20001},
+		{"custom range never leaves the range", all(20000, 20009), custom, 0},
+		{"custom range holding the default port starts there", map[int32]bool{32137: true}, NodePortRange{Min: 32130, Max: 32140}, 32138},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, PickNodePort(tt.used)) })
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, PickNodePort(tt.used, tt.rng)) })
+	}
+}
+
+func TestParseNodePortRange(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    NodePortRange
+		wantErr bool
+	}{
+		{"30000-32767", DefaultNodePortRange(), false},
+		{" 20000 - 22767 ", NodePortRange{Min: 20000, Max: 22767}, false},
+		{"32767-30000", NodePortRange{}, true},
+		{"30000", NodePortRange{}, true},
+		{"0-100", NodePortRange{}, true},
+		{"30000-70000", NodePortRange{}, true},
+		{"a-b", NodePortRange{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseNodePortRange(tt.in)
+			if tt.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
 	}
 }
