@@ -36,10 +36,10 @@ test-unit: ## unit and envtest integration tests
 test-e2e: build ## end-to-end tests on a local control plane they start themselves
 	go test $(GO_TEST_FLAGS) -tags e2e -timeout 40m -v ./tests/...
 
-run: ## local cluster + manager + default CR until Ready; Ctrl-C stops the manager
+run: ## local cluster + manager + default CR until Ready, then the Function controller as its Deployment configures it; Ctrl-C stops both
 	hack/run.sh
 
-bench: tools build ## install/idle/restart/change/delete figures on the local cluster, empty and at scale
+bench: tools build ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; 300 Functions built and run
 	go run ./tests/bench
 	go run ./tests/bench -scale
 
