@@ -39,7 +39,7 @@ test-e2e: build ## end-to-end tests on a local control plane they start themselv
 run: ## local cluster + manager + default CR until Ready, then the Function controller as its Deployment configures it; Ctrl-C stops both
 	hack/run.sh
 
-bench: tools build ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; 300 Functions built and run
+bench: tools build ## install/idle/restart/change/delete figures on the local cluster, empty and at scale
 	go run ./tests/bench
 	go run ./tests/bench -scale
 
