@@ -74,6 +74,11 @@ func (m *Metrics) SetState(namespace, name string, state v1alpha1.State) {
 	}
 }
 
+// DeleteState drops the state series of a CR that is gone.
+func (m *Metrics) DeleteState(namespace, name string) {
+	m.state.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "name": name})
+}
+
 // AddApplied counts applied objects.
 func (m *Metrics) AddApplied(n int) { m.applied.Add(float64(n)) }
 

@@ -53,6 +53,7 @@ type stepTimes struct{ steps []string }
 func (m *stepTimes) ObserveStep(step string, _ time.Duration) { m.steps = append(m.steps, step) }
 func (*stepTimes) ObserveRender(time.Duration)                {}
 func (*stepTimes) SetState(string, string, v1alpha1.State)    {}
+func (*stepTimes) DeleteState(string, string)                 {}
 func (*stepTimes) AddApplied(int)                             {}
 func (*stepTimes) AddPruned(int)                              {}
 

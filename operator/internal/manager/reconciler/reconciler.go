@@ -64,6 +64,8 @@ type Metrics interface {
 	ObserveStep(step string, d time.Duration)
 	ObserveRender(d time.Duration)
 	SetState(namespace, name string, state v1alpha1.State)
+	// DeleteState drops the state series of a CR that is gone.
+	DeleteState(namespace, name string)
 	AddApplied(n int)
 	AddPruned(n int)
 }
@@ -110,9 +112,9 @@ type Reconciler struct {
 	// refused a port outside it; it wins over Options.NodePortRange.
 	learnedRange *values.NodePortRange
 
-	// watchFunctions starts watching Function deletions (once); set up by
-	// SetupWithManager, a no-op without it.
-	watchFunctions func()
+	// functionsWatch watches Function deletions while an uninstall waits
+	// for them; set up by SetupWithManager, nil (a no-op) without it.
+	functionsWatch *functionsWatch
 }
 
 // renderMemo keeps the last render: the chart only changes with the values,
@@ -134,8 +136,8 @@ func New(c client.Client, api client.Reader, live Live, renderer Renderer, appli
 	if opts.RolloutTimeout == 0 {
 		opts.RolloutTimeout = 5 * time.Minute
 	}
-	return &Reconciler{client: c, api: api, live: live, renderer: renderer, applier: applier, events: events, metrics: metrics, opts: opts,
-		watchFunctions: func() {}, refusedPorts: map[int32]time.Time{}}
+	return &Reconciler{client: c, api: api, live: live, renderer: renderer, applier: applier, events: truncatingRecorder{next: events},
+		metrics: metrics, opts: opts, refusedPorts: map[int32]time.Time{}}
 }
 
 // +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses,verbs=get;list;watch;update;patch
@@ -149,11 +151,15 @@ func New(c client.Client, api client.Reader, live Live, renderer Renderer, appli
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cr := &v1alpha1.Serverless{}
 	if err := r.client.Get(ctx, req.NamespacedName, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(ctx, req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &state{cr: cr, before: cr.Status.DeepCopy(), log: log.FromContext(ctx)}
 	r.run(ctx, s, r.steps(cr))
 	if s.gone {
+		r.forget(ctx, cr.Namespace, cr.Name)
 		return s.result, s.err
 	}
 	if err := r.writeStatus(ctx, s); err != nil {
@@ -164,6 +170,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
 	return s.result, s.err
+}
+
+// forget drops what the manager keeps about a CR that is gone: its state
+// series, and the Function watch its uninstall may have started.
+func (r *Reconciler) forget(ctx context.Context, namespace, name string) {
+	if r.metrics != nil {
+		r.metrics.DeleteState(namespace, name)
+	}
+	if err := r.functionsWatch.release(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "stopping the Function watch")
+	}
 }
 
 // writeStatus sends the status when it differs from what was read, and

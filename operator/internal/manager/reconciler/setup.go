@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,19 +54,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 
-	// Functions are watched only once an uninstall waits for them: the CRD
+	// Functions are watched only while an uninstall waits for them: the CRD
 	// may not exist before the module is installed, and most of the time
 	// the manager has no business caching every Function of the cluster.
 	fn := &metav1.PartialObjectMetadata{}
 	fn.SetGroupVersionKind(functionListGVK.GroupVersion().WithKind("Function"))
-	var once sync.Once
-	r.watchFunctions = func() {
-		once.Do(func() {
-			src := source.Kind(mgr.GetCache(), client.Object(fn), toServerless, onlyDeletes())
-			if err := c.Watch(src); err != nil {
-				mgr.GetLogger().Error(err, "watching Function deletions; relying on rechecks")
-			}
-		})
+	r.functionsWatch = &functionsWatch{
+		start: func() error {
+			return c.Watch(source.Kind(mgr.GetCache(), client.Object(fn), toServerless, onlyDeletes()))
+		},
+		stop: func(ctx context.Context) error { return mgr.GetCache().RemoveInformer(ctx, fn) },
 	}
 	return nil
 }

@@ -32,7 +32,9 @@ func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) bool {
 	if count == 0 {
 		return true
 	}
-	r.watchFunctions()
+	if err := r.functionsWatch.ensure(); err != nil {
+		s.log.Error(err, "watching Function deletions; relying on rechecks")
+	}
 	s.cr.Status.State = v1alpha1.StateWarning
 	more := ""
 	if count > len(names) {
