@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -30,6 +31,10 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kyma-system
 
 func main() {
+	// The build Job's init container runs this image as `fetch`.
+	if len(os.Args) > 1 && os.Args[1] == "fetch" {
+		os.Exit(runFetch(context.Background(), os.LookupEnv, os.Stdout, os.Stderr, terminationLog))
+	}
 	flags := flag.NewFlagSet(module.FunctionController().Binary, flag.ExitOnError)
 	flags.Usage = func() { usage(flags) }
 	// No flags: the configuration is the environment (as 1.8.4); --help
@@ -43,7 +48,8 @@ func main() {
 
 func usage(flags *flag.FlagSet) {
 	out := flags.Output()
-	fmt.Fprintf(out, "Usage: %s\n\n", flags.Name())
+	fmt.Fprintf(out, "Usage: %s\n       %s fetch   (build Job init container: writes APP_REPOSITORY_COMMIT of\n"+
+		"                 APP_REPOSITORY_URL into APP_MOUNT_PATH; see APP_REPOSITORY_*)\n\n", flags.Name(), flags.Name())
 	fmt.Fprintln(out, "Builds and runs Functions (serverless.kyma-project.io/v1alpha2). Configured by environment")
 	fmt.Fprintln(out, "variables (empty = default) and the log configuration file (logLevel, logFormat json|text;")
 	fmt.Fprintln(out, "the level is re-read when the file changes). Kubernetes access: KUBECONFIG or in-cluster.")
