@@ -53,7 +53,7 @@ func Setup(mgr ctrl.Manager, opts Options) (string, error) {
 	live := watch.NewLive(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), opts.Namespace)
 	r := reconciler.New(mgr.GetClient(), mgr.GetAPIReader(), live,
 		render.New(chrt, caps),
-		apply.New(mgr.GetClient(), live, mgr.GetRESTMapper()),
+		apply.New(mgr.GetClient(), mgr.GetAPIReader(), live, mgr.GetRESTMapper()),
 		mgr.GetEventRecorder(module.ManagerName), m, opts.Options)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return "", fmt.Errorf("setting up the controller: %w", err)

@@ -37,14 +37,16 @@ type Writer interface {
 // Applier applies and prunes the module's objects.
 type Applier struct {
 	writer Writer
+	api    client.Reader
 	live   LiveReader
 	mapper meta.RESTMapper
 }
 
 // New returns an Applier writing with writer, deciding with live what needs a
-// write and resolving kinds with mapper.
-func New(writer Writer, live LiveReader, mapper meta.RESTMapper) *Applier {
-	return &Applier{writer: writer, live: live, mapper: mapper}
+// write and resolving kinds with mapper. api reads from the API server
+// itself: what to prune is decided on its word, not the cache's.
+func New(writer Writer, api client.Reader, live LiveReader, mapper meta.RESTMapper) *Applier {
+	return &Applier{writer: writer, api: api, live: live, mapper: mapper}
 }
 
 // Result of one Apply.
@@ -56,6 +58,9 @@ type Result struct {
 	Applied []string
 	// Pruned lists the IDs deleted because they left the chart.
 	Pruned []string
+	// Dropped lists the IDs removed from the inventory without a delete:
+	// entries that cannot be the manager's, or objects it never applied.
+	Dropped []string
 	// Objects are the prepared objects in apply order; those that were sent
 	// hold the API server's response (with generation and status).
 	Objects []*unstructured.Unstructured
@@ -117,11 +122,11 @@ func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructu
 		}
 	}
 
-	pruned, err := a.prune(ctx, prev, current)
-	for _, id := range pruned {
+	pruned, dropped, err := a.prune(ctx, namespace, prev, current)
+	for _, id := range append(pruned, dropped...) {
 		delete(next, id)
 	}
-	res.Pruned = pruned
+	res.Pruned, res.Dropped = pruned, dropped
 	return res, err
 }
 

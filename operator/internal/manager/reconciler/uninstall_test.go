@@ -39,7 +39,13 @@ func (cacheMissedAll) ListManaged(context.Context) ([]metav1.Object, error) { re
 // being deleted, and a Reconciler whose Live is live(c).
 func uninstallEnv(t *testing.T, live func(c client.Client) Live, inv ...v1alpha1.InventoryEntry) (client.Client, *Reconciler, *v1alpha1.Serverless) {
 	t.Helper()
-	env := testenv.Start(t, "config/crd/bases")
+	return uninstallEnvWith(t, nil, live, inv...)
+}
+
+// uninstallEnvWith is uninstallEnv with the CRDs of crdDirs installed too.
+func uninstallEnvWith(t *testing.T, crdDirs []string, live func(c client.Client) Live, inv ...v1alpha1.InventoryEntry) (client.Client, *Reconciler, *v1alpha1.Serverless) {
+	t.Helper()
+	env := testenv.Start(t, append([]string{"config/crd/bases"}, crdDirs...)...)
 	ctx := t.Context()
 	c := env.Client
 	r := New(c, c, live(c), nil, nil, &countEvents{}, nil, Options{Namespace: uninstallNS})
