@@ -24,6 +24,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 )
 
 // The controller's permissions: exactly what the steps below do (reads
@@ -59,6 +60,8 @@ type Options struct {
 	// does not hold: those a user took over (labelled managed-by: user)
 	// lack the controller's label. Nil: the cache only.
 	API client.Reader
+	// Git resolves Git Functions' references (nil: git.Resolver{}).
+	Git GitResolver
 }
 
 // Reconciler reconciles Functions.
@@ -73,6 +76,7 @@ type Reconciler struct {
 	wait    time.Duration
 	now     func() time.Time
 	started time.Time // when this process began reconciling (prerequisites grace)
+	git     gitDeps
 }
 
 // New returns a Reconciler. c must read from the manager's cache.
@@ -83,7 +87,11 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 	if opts.CacheWait == 0 {
 		opts.CacheWait = 5 * time.Second
 	}
+	if opts.Git == nil {
+		opts.Git = git.Resolver{}
+	}
 	return &Reconciler{
+		git:    gitDeps{resolver: opts.Git, checks: newGitChecks()},
 		client: c, api: opts.API, events: events, metrics: metrics, slots: slots, retries: newRetries(),
 		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(),
 	}
@@ -152,4 +160,5 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.slots.Leave(key)
 	r.retries.reset(key)
+	r.git.checks.forget(key)
 }

@@ -12,8 +12,11 @@ import (
 
 // source keeps exactly one source ConfigMap with the inline code: creates
 // it, updates it when its data or labels differ, deletes extra ones (the
-// oldest stays; 1.8.4 deleted all and started over).
+// oldest stays; 1.8.4 deleted all and started over). Git Functions: gitSource.
 func (r *Reconciler) source(ctx context.Context, p *pass) error {
+	if p.fn.Spec.Source.Inline == nil {
+		return r.gitSource(ctx, p)
+	}
 	desired := resources.SourceConfigMap(p.in)
 	for i := 1; i < len(p.configMaps); i++ {
 		if err := r.remove(ctx, &p.configMaps[i]); err != nil {

@@ -17,13 +17,6 @@ import (
 // False InvalidFunctionSpec and ends the pass without a requeue (the next
 // spec change triggers a pass).
 func (r *Reconciler) validate(_ context.Context, p *pass) error {
-	if p.fn.Spec.Source.Inline == nil {
-		// Git sources come later; say so instead of failing silently.
-		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonSourceUpdateFailed,
-			"Git sources are not supported by this Function controller yet", p.now)
-		p.stop = true
-		return nil
-	}
 	if msgs := validateFunction(p.fn, &r.cfg); len(msgs) > 0 {
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonInvalidFunctionSpec,
 			strings.Join(msgs, ". "), p.now)
@@ -69,7 +62,7 @@ func validateFunction(fn *v1alpha2.Function, cfg *config.Config) []string {
 		}
 		secrets[m.SecretName], paths[m.MountPath] = true, true
 	}
-	if isNode(fn.Spec.Runtime) {
+	if isNode(fn.Spec.Runtime) && fn.Spec.Source.Inline != nil {
 		deps := strings.TrimSpace(fn.Spec.Source.Inline.Dependencies)
 		if deps != "" && (!strings.HasPrefix(deps, "{") || !strings.HasSuffix(deps, "}")) {
 			add("spec.source.inline.dependencies must be a package.json object (start with { and end with })")

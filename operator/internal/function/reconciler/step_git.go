@@ -1,0 +1,171 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+)
+
+// GitResolver resolves a Git Function's reference to a commit
+// (git.Resolver; tests may count or fail calls).
+type GitResolver interface {
+	Resolve(ctx context.Context, url, reference string, auth *git.Auth) (git.Resolution, error)
+}
+
+// gitDeps are the Git parts of a Reconciler.
+type gitDeps struct {
+	resolver GitResolver
+	checks   *gitChecks
+}
+
+// gitSource is the source step of a Git Function: it resolves
+// spec.source.gitRepository.reference to a commit when a check is due and
+// records commit, reference and baseDir in the status; the image tag and
+// the build Job use these status values (contract §2.4), so a new commit
+// or an edited reference/baseDir builds once, in this very pass.
+//
+// A check is due when the Function is new to this process, its Git spec
+// (url, reference, baseDir, auth) changed since the last check, a failed
+// check's backoff is over, or — branches only — the last check is older
+// than APP_FUNCTION_FUNCTION_READY_REQUEUE_DURATION (every pass with the
+// continuousGitCheckout annotation). Tags and commits are checked only on
+// spec changes. A failure sets ConfigurationReady False SourceUpdateFailed
+// naming the cause and ends the pass, retried after GitFetchRequeueDuration
+// doubled per failure (cap 5 min); the running Deployment stays.
+func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
+	repo := p.fn.Spec.Source.GitRepository
+	if repo == nil {
+		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonInvalidFunctionSpec,
+			"spec.source has neither inline nor gitRepository", p.now)
+		p.stop = true
+		return nil
+	}
+	// A Function switched from inline to Git keeps no source ConfigMap.
+	for i := range p.configMaps {
+		if err := r.remove(ctx, &p.configMaps[i]); err != nil {
+			return err
+		}
+	}
+	spec := gitSpecOf(repo)
+	due, wait := r.gitDue(p, spec)
+	if !due {
+		last, _ := r.git.checks.get(p.key)
+		if last.failures > 0 {
+			// Still failing: keep the condition, wait for the backoff.
+			p.stop, p.requeueAfter = true, wait
+			return nil
+		}
+		p.requeueAfter = wait
+		return nil
+	}
+
+	res, err := r.resolveGit(ctx, p, repo)
+	if err != nil {
+		n := r.git.checks.failed(p.key, spec, p.now.Time)
+		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonSourceUpdateFailed,
+			gitFailure(p.fn, err), p.now)
+		p.stop, p.requeueAfter = true, gitBackoff(r.cfg.GitFetchRequeueDuration, n)
+		return nil
+	}
+	r.git.checks.succeeded(p.key, spec, p.now.Time, res.Kind)
+	st := &p.status
+	if st.Commit != res.Commit || st.Reference != repo.Reference || st.BaseDir != repo.BaseDir ||
+		!isTrue(st, v1alpha2.ConditionConfigurationReady) {
+		st.Commit, st.Reference, st.BaseDir = res.Commit, repo.Reference, repo.BaseDir
+		setCondition(st, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonSourceUpdated,
+			fmt.Sprintf("Sources %s updated: %s %q at commit %s", p.fn.Name, res.Kind, repo.Reference, res.Commit), p.now)
+		// The children are derived from the status values just set.
+		fn := p.fn.DeepCopy()
+		fn.Status.Commit, fn.Status.Reference, fn.Status.BaseDir = st.Commit, st.Reference, st.BaseDir
+		p.in.Function = fn
+		p.pullImage, p.pushImage = resources.PullImage(p.in), resources.PushImage(p.in)
+	}
+	if res.Kind == git.KindBranch {
+		p.requeueAfter = r.cfg.FunctionReadyRequeueDuration
+	}
+	return nil
+}
+
+// gitDue decides whether this pass contacts the remote; when not, wait is
+// how long until it will (0: only a spec change will).
+func (r *Reconciler) gitDue(p *pass, spec gitSpec) (bool, time.Duration) {
+	last, ok := r.git.checks.get(p.key)
+	st := &p.status
+	if !ok || last.spec != spec {
+		return true, 0
+	}
+	now := p.now.Time
+	if last.failures > 0 {
+		next := last.at.Add(gitBackoff(r.cfg.GitFetchRequeueDuration, last.failures))
+		return !now.Before(next), next.Sub(now)
+	}
+	if st.Commit == "" || st.Reference != spec.reference || st.BaseDir != spec.baseDir {
+		return true, 0 // the last success was not written
+	}
+	if last.kind != git.KindBranch {
+		return false, 0
+	}
+	if strings.EqualFold(p.fn.Annotations[v1alpha2.AnnotationContinuousGitCheckout], "true") {
+		return true, 0
+	}
+	next := last.at.Add(r.cfg.FunctionReadyRequeueDuration)
+	return !now.Before(next), next.Sub(now)
+}
+
+// errAuthSecret: the auth Secret cannot be used.
+var errAuthSecret = errors.New("auth Secret")
+
+// resolveGit reads the auth Secret (from the API server: user Secrets are
+// not cached) and resolves the reference.
+func (r *Reconciler) resolveGit(ctx context.Context, p *pass, repo *v1alpha2.GitRepositorySource) (git.Resolution, error) {
+	var auth *git.Auth
+	if a := repo.Auth; a != nil {
+		var reader client.Reader = r.client
+		if r.api != nil {
+			reader = r.api
+		}
+		secret := &corev1.Secret{}
+		key := types.NamespacedName{Namespace: p.fn.Namespace, Name: a.SecretName}
+		if err := reader.Get(ctx, key, secret); err != nil {
+			return git.Resolution{}, fmt.Errorf("%w %s: %w", errAuthSecret, key, err)
+		}
+		var err error
+		if auth, err = git.AuthFromSecret(a.Type, secret.Data); err != nil {
+			return git.Resolution{}, fmt.Errorf("%w %s: %w", errAuthSecret, key, err)
+		}
+	}
+	return r.git.resolver.Resolve(ctx, repo.URL, repo.Reference, auth)
+}
+
+// gitFailure is the ConfigurationReady message of a failed check: the
+// cause first, then the details.
+func gitFailure(fn *v1alpha2.Function, err error) string {
+	repo := fn.Spec.Source.GitRepository
+	secret := "no credentials given (spec.source.gitRepository.auth)"
+	if repo.Auth != nil {
+		secret = "credentials from Secret " + repo.Auth.SecretName
+	}
+	switch {
+	case errors.Is(err, errAuthSecret):
+		return fmt.Sprintf("Git credentials unusable: %v", err)
+	case errors.Is(err, git.ErrAuthentication):
+		return fmt.Sprintf("Authorization to Git server failed (%s): %v", secret, err)
+	case errors.Is(err, git.ErrHostKey):
+		return fmt.Sprintf("Git server's SSH host key rejected (knownHosts in the auth Secret): %v", err)
+	case errors.Is(err, git.ErrNotFound):
+		return fmt.Sprintf("Git repository or reference %q not found: %v", repo.Reference, err)
+	case errors.Is(err, git.ErrUnreachable):
+		return fmt.Sprintf("Git server unreachable: %v", err)
+	}
+	return fmt.Sprintf("Sources update failed: %v", err)
+}
