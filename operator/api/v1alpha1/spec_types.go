@@ -3,6 +3,8 @@ package v1alpha1
 // ServerlessSpec configures the Serverless module. Every field is optional; the
 // manager picks the documented default for a field that is not set and shows
 // the value in effect in the status.
+// +kubebuilder:validation:XValidation:rule="!has(self.functionBuildExecutorArgs) || (',' + self.functionBuildExecutorArgs).matches('^(, *--(' + 'insecure|skip-tls-verify|skip-unused-stages|log-format|cache|use-new-run|compressed-caching|cache-ttl|cache-copy-layers|cache-run-layers|snapshot-mode|single-snapshot|verbosity|log-timestamp|cleanup|push-retry|image-fs-extract-retry|image-download-retry|insecure-pull|skip-tls-verify-pull|reproducible|compression|compression-level|build-arg|label|target|custom-platform|ignore-path' + (has(self.functionBuildExecutorAdditionalFlags) ? '|' + self.functionBuildExecutorAdditionalFlags.replace(' ', '').replace('--', '').replace(',', '|') : '') + ')([= ][^,]*)?)+$')",message="functionBuildExecutorArgs: only allow-listed kaniko flags are accepted (the README lists them): another flag, e.g. --registry-mirror or --cache-repo, can redirect, replace or leak Function images; to accept one, list its name in functionBuildExecutorAdditionalFlags",fieldPath=".functionBuildExecutorArgs",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.functionBuildExecutorArgs) || !(',' + self.functionBuildExecutorArgs).matches(', *--(destination|context|dockerfile|no-push)([= ,]|$)')",message="functionBuildExecutorArgs: --destination, --context, --dockerfile and --no-push are set by the Function controller and cannot be given (an extra --destination would push Function images elsewhere)",fieldPath=".functionBuildExecutorArgs",reason=FieldValueForbidden
 type ServerlessSpec struct {
 	// DockerRegistry selects where Function images are pushed and pulled from.
 	// +optional
@@ -34,10 +36,24 @@ type ServerlessSpec struct {
 
 	// FunctionBuildExecutorArgs are the arguments of the image builder (kaniko),
 	// comma-separated. Default: the Function controller's build arguments.
+	// Only allow-listed flags (the README lists them; keep it in step with the
+	// rule on ServerlessSpec, a regular expression whose cost stays within the
+	// API server's budget) and those named in
+	// functionBuildExecutorAdditionalFlags are accepted.
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:Pattern=`^--[^,]+(,[ ]*--[^,]+)*$`
 	// +optional
 	FunctionBuildExecutorArgs string `json:"functionBuildExecutorArgs,omitempty"`
+
+	// FunctionBuildExecutorAdditionalFlags are kaniko flag names,
+	// comma-separated (e.g. "--registry-mirror,--insecure-registry"),
+	// accepted in functionBuildExecutorArgs besides the built-in allow-list.
+	// Whoever may edit this CR decides which builder flags builds may use.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^--[a-z0-9][a-z0-9-]*(,[ ]*--[a-z0-9][a-z0-9-]*)*$`
+	// +kubebuilder:validation:XValidation:rule="!(',' + self).matches(', *--(destination|context|dockerfile|no-push)(,|$)')",message="functionBuildExecutorAdditionalFlags cannot allow --destination, --context, --dockerfile or --no-push: the Function controller sets them"
+	// +optional
+	FunctionBuildExecutorAdditionalFlags string `json:"functionBuildExecutorAdditionalFlags,omitempty"`
 
 	// FunctionBuildMaxSimultaneousJobs caps the build Jobs running at once in
 	// the cluster. Default 5.
