@@ -112,6 +112,9 @@ type Reconciler struct {
 	// refused a port outside it; it wins over Options.NodePortRange.
 	learnedRange *values.NodePortRange
 
+	// secrets memoizes the data of the Secrets the configuration reads.
+	secrets secretMemo
+
 	// functionsWatch watches Function deletions while an uninstall waits
 	// for them; set up by SetupWithManager, nil (a no-op) without it.
 	functionsWatch *functionsWatch

@@ -57,8 +57,8 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 	return true
 }
 
-// facts gathers what the values depend on besides the spec, from the cache;
-// only the first install of the internal registry lists Services cluster-wide
+// facts gathers what the values depend on besides the spec, from the cache
+// (Secret data from the API server, see secretData); only the first install of the internal registry lists Services cluster-wide
 // to find a free NodePort.
 func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values.Facts, error) {
 	ns := cr.Namespace
@@ -78,28 +78,23 @@ func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values
 	internal := reg != nil && reg.EnableInternal != nil && *reg.EnableInternal
 	if !internal {
 		if reg != nil && reg.SecretName != nil && *reg.SecretName != "" {
-			secret := &corev1.Secret{}
-			found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: *reg.SecretName}, secret)
+			data, found, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: *reg.SecretName})
 			if err != nil {
 				return f, err
 			}
 			if found {
-				f.RegistrySecret = secret.Data
-				if f.RegistrySecret == nil {
-					f.RegistrySecret = map[string][]byte{}
-				}
+				f.RegistrySecret = data
 			}
 		}
 		return f, nil
 	}
 
-	secret := &corev1.Secret{}
-	found, err = r.get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName}, secret)
+	data, found, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName})
 	if err != nil {
 		return f, err
 	}
-	if found && string(secret.Data["isInternal"]) == "true" {
-		f.InternalCredentials = &values.Credentials{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}
+	if found && string(data["isInternal"]) == "true" {
+		f.InternalCredentials = &values.Credentials{Username: string(data["username"]), Password: string(data["password"])}
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	found, err = r.get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryPVCName}, pvc)

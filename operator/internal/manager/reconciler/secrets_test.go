@@ -1,0 +1,124 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+func registrySecret(user, password string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: module.RegistrySecretName},
+		Data:       map[string][]byte{"isInternal": []byte("true"), "username": []byte(user), "password": []byte(password)},
+	}
+}
+
+// secretGets counts the Secrets read from the API server.
+func secretGets(n *int) interceptor.Funcs {
+	return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*corev1.Secret); ok {
+			*n++
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}}
+}
+
+func TestInternalRegistryCredentials(t *testing.T) {
+	scheme, err := watch.NewScheme()
+	require.NoError(t, err)
+	internal := &v1alpha1.Serverless{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: "default"},
+		Spec:       v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}},
+	}
+	registrySvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: module.RegistryServiceName},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{NodePort: 32137}}}}
+	tests := []struct {
+		name string
+		// cache and api hold these objects.
+		cache, api []client.Object
+		wantCreds  *string // password in effect; nil: new credentials
+		wantGets   int     // Secret reads from the API server over two facts() calls
+	}{
+		{
+			name:      "missing from the lagging cache, present in the API server: kept",
+			cache:     []client.Object{registrySvc},
+			api:       []client.Object{registrySecret("user", "old-password")},
+			wantCreds: ptr.To("old-password"),
+			wantGets:  2,
+		},
+		{
+			name:      "in the cache: the data is read once and remembered while its version holds",
+			cache:     []client.Object{registrySvc, registrySecret("user", "old-password")},
+			api:       []client.Object{registrySecret("user", "old-password")},
+			wantCreds: ptr.To("old-password"),
+			wantGets:  1,
+		},
+		{
+			name:     "gone from both: new credentials",
+			cache:    []client.Object{registrySvc},
+			wantGets: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gets := 0
+			cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.cache...).Build()
+			api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.api...).WithInterceptorFuncs(secretGets(&gets)).Build()
+			// Both fakes give objects they start with the same resourceVersion,
+			// as one API server would report it.
+			r := New(cache, api, fakeLive{}, nil, nil, &countEvents{}, nil, Options{Namespace: "kyma-system"})
+			for range 2 {
+				f, err := r.facts(t.Context(), internal)
+				require.NoError(t, err)
+				if tt.wantCreds == nil {
+					assert.Nil(t, f.InternalCredentials)
+				} else {
+					require.NotNil(t, f.InternalCredentials)
+					assert.Equal(t, *tt.wantCreds, f.InternalCredentials.Password)
+				}
+			}
+			assert.Equal(t, tt.wantGets, gets)
+		})
+	}
+}
+
+// A changed Secret (new resourceVersion in the cache) is read again.
+func TestSecretDataFollowsANewVersion(t *testing.T) {
+	scheme, err := watch.NewScheme()
+	require.NoError(t, err)
+	gets := 0
+	cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(registrySecret("user", "one")).Build()
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(registrySecret("user", "one")).WithInterceptorFuncs(secretGets(&gets)).Build()
+	r := New(cache, api, fakeLive{}, nil, nil, &countEvents{}, nil, Options{Namespace: "kyma-system"})
+	key := client.ObjectKeyFromObject(registrySecret("", ""))
+
+	data, found, err := r.secretData(t.Context(), key)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "one", string(data["password"]))
+
+	for _, c := range []client.Client{cache, api} {
+		s := &corev1.Secret{}
+		require.NoError(t, c.Get(t.Context(), key, s))
+		s.Data["password"] = []byte("two")
+		require.NoError(t, c.Update(t.Context(), s))
+	}
+	gets = 0
+	data, found, err = r.secretData(t.Context(), key)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "two", string(data["password"]))
+	assert.Equal(t, 1, gets)
+}

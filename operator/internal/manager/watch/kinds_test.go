@@ -1,0 +1,60 @@
+package watch
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// What the cache holds of each kind: a namespace with thousands of user
+// Secrets must not grow the manager's memory by their data.
+func TestCacheOptionsHoldSecretsAsMetadataOnly(t *testing.T) {
+	s, err := NewScheme()
+	require.NoError(t, err)
+	opts, err := CacheOptions(s, "kyma-system")
+	require.NoError(t, err)
+
+	byGVK := map[schema.GroupVersionKind]client.Object{}
+	for obj := range opts.ByObject {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if gvk.Empty() {
+			gvks, _, err := s.ObjectKinds(obj)
+			require.NoError(t, err)
+			gvk = gvks[0]
+		}
+		byGVK[gvk] = obj
+	}
+	tests := []struct {
+		gvk          schema.GroupVersionKind
+		metadataOnly bool
+	}{
+		{corev1.SchemeGroupVersion.WithKind("Secret"), true},
+		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), true},
+		{corev1.SchemeGroupVersion.WithKind("Service"), false},
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.gvk.Kind, func(t *testing.T) {
+			obj, ok := byGVK[tt.gvk]
+			require.True(t, ok, "cached")
+			_, isMeta := obj.(*metav1.PartialObjectMetadata)
+			assert.Equal(t, tt.metadataOnly, isMeta)
+		})
+	}
+	secret := byGVK[corev1.SchemeGroupVersion.WithKind("Secret")]
+	ns := opts.ByObject[secret].Namespaces
+	assert.Equal(t, []string{"kyma-system"}, keys(ns), "only the module namespace's Secrets")
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
