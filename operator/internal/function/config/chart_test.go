@@ -42,6 +42,7 @@ type rendered struct {
 	env     map[string]string
 	logFile string // path of a copy of the mounted file, under the chart's mount path
 	mount   string // mountPath of the serverless-configuration volume
+	image   string // the controller container's image
 }
 
 func renderChart(t *testing.T, namespace string, vals map[string]any) rendered {
@@ -70,6 +71,7 @@ func renderChart(t *testing.T, namespace string, vals map[string]any) rendered {
 					continue
 				}
 				out.env = map[string]string{}
+				out.image = c.Image
 				for _, e := range c.Env {
 					require.Nil(t, e.ValueFrom, "%s: the controller reads plain values", e.Name)
 					out.env[e.Name] = e.Value
@@ -173,7 +175,7 @@ func TestChartEnvironment(t *testing.T) {
 					Tracing:  &v1alpha1.Endpoint{Endpoint: "http://otel.example:4318/v1/traces"},
 				}
 				facts := values.Facts{Namespace: "serverless", Nodes: 3, ImageOverrides: map[string]string{
-					"kaniko_executor": "mirror.example/kaniko:v1", "function_build_init": "mirror.example/init:v2"}}
+					"kaniko_executor": "mirror.example/kaniko:v1", "function_controller": "mirror.example/controller:v2"}}
 				return managerValues(t, spec, facts, map[string]map[string]any{
 					"controller": {"replicas": int64(2)},
 				})
@@ -188,7 +190,6 @@ func TestChartEnvironment(t *testing.T) {
 				c.TraceCollectorEndpoint = "http://otel.example:4318/v1/traces"
 				c.Build.ExecutorArgs = []string{"--insecure", "--cache=false"}
 				c.Build.ExecutorImage = "mirror.example/kaniko:v1"
-				c.Build.RepoFetcherImage = "mirror.example/init:v2"
 				c.Build.MaxSimultaneousJobs = 9
 				return c
 			},
@@ -207,7 +208,11 @@ func TestChartEnvironment(t *testing.T) {
 			assert.Equal(t, filepath.Join(r.mount, "log-config.yaml"), got.LogConfigPath, "the file is where the ConfigMap is mounted")
 			resources := got.Resources
 			got.Resources = config.ResourceConfig{}
-			assert.Equal(t, tt.want(), got)
+			// The build Job's init container runs `function-controller fetch`.
+			assert.Equal(t, r.image, got.Build.RepoFetcherImage, "the Git fetcher is the controller's own image")
+			want := tt.want()
+			want.Build.RepoFetcherImage = got.Build.RepoFetcherImage
+			assert.Equal(t, want, got)
 
 			assertChartPresets(t, resources, tt.functionDefault, tt.buildDefault)
 

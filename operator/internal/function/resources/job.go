@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // Volume names and paths of the build Pod (contract §3.3).
@@ -140,8 +141,8 @@ func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 	}
 }
 
-// repoFetcher clones the Function's repository at status.commit into the
-// workspace (contract §3.3, §4.3).
+// repoFetcher writes the files of status.commit (only status.baseDir) into
+// the workspace (contract §3.3, §4.3).
 func repoFetcher(in Inputs) corev1.Container {
 	fn := in.Function
 	repo := fn.Spec.Source.GitRepository
@@ -149,6 +150,8 @@ func repoFetcher(in Inputs) corev1.Container {
 		{Name: "APP_REPOSITORY_URL", Value: repo.URL},
 		{Name: "APP_REPOSITORY_COMMIT", Value: fn.Status.Commit},
 		{Name: "APP_MOUNT_PATH", Value: workspacePath},
+		// New: the fetcher writes only baseDir (the executor mounts just that).
+		{Name: "APP_REPOSITORY_BASE_DIR", Value: fn.Status.BaseDir},
 	}
 	if auth := repo.Auth; auth != nil {
 		fromSecret := func(name, key string, optional bool) corev1.EnvVar {
@@ -165,13 +168,19 @@ func repoFetcher(in Inputs) corev1.Container {
 		case GitAuthKey:
 			// 1.8.4 adds the passphrase only if the Secret had one when the Job
 			// was built; an optional reference needs no Secret read here.
-			env = append(env, fromSecret("APP_REPOSITORY_KEY", "key", false), fromSecret("APP_REPOSITORY_PASSWORD", "password", true))
+			env = append(env, fromSecret("APP_REPOSITORY_KEY", "key", false), fromSecret("APP_REPOSITORY_PASSWORD", "password", true),
+				// New: optional pinned SSH host keys (known_hosts format).
+				fromSecret("APP_REPOSITORY_KNOWN_HOSTS", "knownHosts", true))
 		}
 	}
 	return corev1.Container{
-		Name:            ContainerRepoFetcher,
+		Name: ContainerRepoFetcher,
+		// The controller's own image (the chart passes it as the fetcher
+		// image) run as `function-controller fetch`; 1.8.4 ran a separate
+		// image. A versioned image: no pull on every build.
 		Image:           in.Config.Build.RepoFetcherImage,
-		ImagePullPolicy: corev1.PullAlways,
+		Command:         []string{"/" + module.FunctionController().Binary, "fetch"},
+		ImagePullPolicy: corev1.PullIfNotPresent,
 		Env:             env,
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},

@@ -155,6 +155,7 @@ func TestBuildJobGit(t *testing.T) {
 		{Name: "APP_REPOSITORY_URL", Value: "https://github.com/kyma-project/examples.git"},
 		{Name: "APP_REPOSITORY_COMMIT", Value: "9f0c4e5a2b1d3c4e5f60718293a4b5c6d7e8f901"},
 		{Name: "APP_MOUNT_PATH", Value: "/workspace"},
+		{Name: "APP_REPOSITORY_BASE_DIR", Value: "/orders-service/function"},
 	}
 	withAuth := func(typ string) func(*v1alpha2.Function) {
 		return func(fn *v1alpha2.Function) {
@@ -174,7 +175,8 @@ func TestBuildJobGit(t *testing.T) {
 		{"ssh key, passphrase optional", gitFunction(withAuth("key")), append(append([]corev1.EnvVar{}, base...),
 			corev1.EnvVar{Name: "APP_REPOSITORY_AUTH_TYPE", Value: "key"},
 			secretRef("APP_REPOSITORY_KEY", "key", false),
-			secretRef("APP_REPOSITORY_PASSWORD", "password", true))},
+			secretRef("APP_REPOSITORY_PASSWORD", "password", true),
+			secretRef("APP_REPOSITORY_KNOWN_HOSTS", "knownHosts", true))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +189,8 @@ func TestBuildJobGit(t *testing.T) {
 			init := pod.InitContainers[0]
 			assert.Equal(t, "repo-fetcher", init.Name)
 			assert.Equal(t, "europe-docker.pkg.dev/kyma-project/prod/function-build-init:1.8.4", init.Image)
-			assert.Equal(t, corev1.PullAlways, init.ImagePullPolicy)
+			assert.Equal(t, corev1.PullIfNotPresent, init.ImagePullPolicy)
+			assert.Equal(t, []string{"/function-controller", "fetch"}, init.Command)
 			assert.Empty(t, init.Args)
 			assert.Equal(t, tt.env, init.Env)
 			assert.Equal(t, []mount{{"workspace", "/workspace", ""}}, mounts(init.VolumeMounts))
