@@ -274,3 +274,23 @@ func TestGitFailureReasons(t *testing.T) {
 		})
 	}
 }
+
+func TestGitContinuousCheckoutRechecksTheBranchOnTheFetchInterval(t *testing.T) {
+	g := newGitFixture(t, "feature/x", "s3cret")
+	fn := g.function(t, "hello")
+	fn.Annotations = map[string]string{v1alpha2.AnnotationContinuousGitCheckout: "True"}
+	require.NoError(t, g.client.Update(context.Background(), fn))
+
+	assert.Equal(t, g.r.cfg.GitFetchRequeueDuration, g.reconcile(t, "hello"))
+	assert.Equal(t, 1, g.resolver.take())
+	next := g.repo.Commit(map[string]string{"fn/handler.js": "v3"}, "v3")
+
+	g.now = g.now.Add(10 * time.Second)
+	assert.Equal(t, 20*time.Second, g.reconcile(t, "hello"))
+	assert.Equal(t, 0, g.resolver.take())
+
+	g.now = g.now.Add(20 * time.Second)
+	assert.Equal(t, g.r.cfg.GitFetchRequeueDuration, g.reconcile(t, "hello"))
+	assert.Equal(t, 1, g.resolver.take())
+	assert.Equal(t, next, g.function(t, "hello").Status.Commit)
+}

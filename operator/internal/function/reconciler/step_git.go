@@ -37,8 +37,7 @@ type gitDeps struct {
 // A check is due when the Function is new to this process, its Git spec
 // (url, reference, baseDir, auth) changed since the last check, a failed
 // check's backoff is over, or — branches only — the last check is older
-// than APP_FUNCTION_FUNCTION_READY_REQUEUE_DURATION (every pass with the
-// continuousGitCheckout annotation). Tags and commits are checked only on
+// than APP_FUNCTION_FUNCTION_READY_REQUEUE_DURATION (branchInterval). Tags and commits are checked only on
 // spec changes. A failure sets ConfigurationReady False SourceUpdateFailed
 // naming the cause and ends the pass, retried after GitFetchRequeueDuration
 // doubled per failure (cap 5 min); the running Deployment stays.
@@ -91,7 +90,7 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 		p.pullImage, p.pushImage = resources.PullImage(p.in), resources.PushImage(p.in)
 	}
 	if res.Kind == git.KindBranch {
-		p.requeueAfter = r.cfg.FunctionReadyRequeueDuration
+		p.requeueAfter = r.branchInterval(p.fn)
 	}
 	return nil
 }
@@ -115,11 +114,19 @@ func (r *Reconciler) gitDue(p *pass, spec gitSpec) (bool, time.Duration) {
 	if last.kind != git.KindBranch {
 		return false, 0
 	}
-	if strings.EqualFold(p.fn.Annotations[v1alpha2.AnnotationContinuousGitCheckout], "true") {
-		return true, 0
-	}
-	next := last.at.Add(r.cfg.FunctionReadyRequeueDuration)
+	next := last.at.Add(r.branchInterval(p.fn))
 	return !now.Before(next), next.Sub(now)
+}
+
+// branchInterval is how often a branch is re-checked: the ready requeue
+// interval, or with the continuousGitCheckout annotation the (shorter) Git
+// fetch interval (APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION) — 1.8.4 checked
+// on each of its 1-second polls then; we do not poll.
+func (r *Reconciler) branchInterval(fn *v1alpha2.Function) time.Duration {
+	if strings.EqualFold(fn.Annotations[v1alpha2.AnnotationContinuousGitCheckout], "true") {
+		return min(r.cfg.GitFetchRequeueDuration, r.cfg.FunctionReadyRequeueDuration)
+	}
+	return r.cfg.FunctionReadyRequeueDuration
 }
 
 // errAuthSecret: the auth Secret cannot be used.
