@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
@@ -293,4 +294,40 @@ func TestGitContinuousCheckoutRechecksTheBranchOnTheFetchInterval(t *testing.T) 
 	assert.Equal(t, g.r.cfg.GitFetchRequeueDuration, g.reconcile(t, "hello"))
 	assert.Equal(t, 1, g.resolver.take())
 	assert.Equal(t, next, g.function(t, "hello").Status.Commit)
+}
+
+func TestGitConditionRecoversFromAnotherStepWithoutARemoteCheck(t *testing.T) {
+	g := newGitFixture(t, "v1", "s3cret")
+	g.reconcile(t, "hello")
+	assert.Equal(t, 1, g.resolver.take())
+
+	// The registry Secret copy goes away and comes back (PrerequisitesMissing in between).
+	var secret corev1.Secret
+	require.NoError(t, g.client.Get(context.Background(), types.NamespacedName{Namespace: testNS, Name: g.r.cfg.ImageRegistryDefaultDockerConfigSecretName}, &secret))
+	require.NoError(t, g.client.Delete(context.Background(), &secret))
+	g.reconcile(t, "hello")
+	assertCondition(t, g.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
+	secret.ResourceVersion = ""
+	require.NoError(t, g.client.Create(context.Background(), &secret))
+	g.reconcile(t, "hello")
+
+	got := g.function(t, "hello")
+	c := assertCondition(t, got, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonSourceUpdated)
+	assert.Contains(t, c.Message, g.tagged)
+	assert.Equal(t, 0, g.resolver.take(), "a tag is not checked again")
+}
+
+func TestSwitchingFromGitToInlineClearsTheGitStatus(t *testing.T) {
+	g := newGitFixture(t, "main", "s3cret")
+	g.reconcile(t, "hello")
+	require.NotEmpty(t, g.function(t, "hello").Status.Commit)
+
+	fn := g.function(t, "hello")
+	fn.Spec.Source = v1alpha2.Source{Inline: &v1alpha2.InlineSource{Source: "module.exports = { main: () => 'inline' }"}}
+	require.NoError(t, g.client.Update(context.Background(), fn))
+	g.reconcile(t, "hello")
+	got := g.function(t, "hello")
+	assert.Empty(t, got.Status.Commit)
+	assert.Equal(t, v1alpha2.Repository{}, got.Status.Repository)
+	assertCondition(t, got, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
 }

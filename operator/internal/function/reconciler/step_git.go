@@ -65,6 +65,12 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 			return nil
 		}
 		p.requeueAfter = wait
+		if !isTrue(&p.status, v1alpha2.ConditionConfigurationReady) {
+			// Another step's failure (prerequisites, validation) is over;
+			// the sources checked last are still current.
+			setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonSourceUpdated,
+				sourcesUpdated(p.fn.Name, last.kind, p.status.Reference, p.status.Commit), p.now)
+		}
 		return nil
 	}
 
@@ -82,7 +88,7 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 		!isTrue(st, v1alpha2.ConditionConfigurationReady) {
 		st.Commit, st.Reference, st.BaseDir = res.Commit, repo.Reference, repo.BaseDir
 		setCondition(st, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonSourceUpdated,
-			fmt.Sprintf("Sources %s updated: %s %q at commit %s", p.fn.Name, res.Kind, repo.Reference, res.Commit), p.now)
+			sourcesUpdated(p.fn.Name, res.Kind, repo.Reference, res.Commit), p.now)
 		// The children are derived from the status values just set.
 		fn := p.fn.DeepCopy()
 		fn.Status.Commit, fn.Status.Reference, fn.Status.BaseDir = st.Commit, st.Reference, st.BaseDir
@@ -175,4 +181,9 @@ func gitFailure(fn *v1alpha2.Function, err error) string {
 		return fmt.Sprintf("Git server unreachable: %v", err)
 	}
 	return fmt.Sprintf("Sources update failed: %v", err)
+}
+
+// sourcesUpdated is the SourceUpdated message (1.8.4: "Sources <fn> updated").
+func sourcesUpdated(name string, kind git.Kind, reference, commit string) string {
+	return fmt.Sprintf("Sources %s updated: %s %q at commit %s", name, kind, reference, commit)
 }

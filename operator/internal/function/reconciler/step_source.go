@@ -17,6 +17,8 @@ func (r *Reconciler) source(ctx context.Context, p *pass) error {
 	if p.fn.Spec.Source.Inline == nil {
 		return r.gitSource(ctx, p)
 	}
+	// A Function switched from Git to inline shows no Git state.
+	p.status.Commit, p.status.Repository = "", v1alpha2.Repository{}
 	desired := resources.SourceConfigMap(p.in)
 	for i := 1; i < len(p.configMaps); i++ {
 		if err := r.remove(ctx, &p.configMaps[i]); err != nil {
