@@ -50,6 +50,10 @@ const (
 	ReasonFunctionsExist  = "FunctionsExist"
 	ReasonDeleting        = "Deleting"
 	ReasonDeletionFailed  = "DeletionFailed"
+	// ReasonInventoryEntryIgnored (a Warning event, no condition): entries of
+	// status.inventory that cannot be the module's (a kind the chart never
+	// renders, an object outside the module namespace) were dropped.
+	ReasonInventoryEntryIgnored = "InventoryEntryIgnored"
 )
 
 // ServerlessStatus reports the module state and the configuration in effect.
@@ -81,7 +85,12 @@ type ServerlessStatus struct {
 	EffectiveConfiguration `json:",inline"`
 
 	// Inventory lists the objects the manager applied, for pruning and for
-	// skipping unchanged objects.
+	// skipping unchanged objects. The manager trusts no entry by itself:
+	// entries of kinds the chart never renders or outside the module
+	// namespace are dropped with a Warning event, and an object is deleted
+	// only when the chart renders it or the manager applied it. The bounds
+	// keep a hand-written status small; the chart renders a few dozen objects.
+	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	Inventory []InventoryEntry `json:"inventory,omitempty"`
 }
@@ -119,11 +128,16 @@ type EffectiveConfiguration struct {
 // InventoryEntry is one applied object.
 type InventoryEntry struct {
 	// ID is "<group>/<kind>/<namespace>/<name>" (empty group and namespace stay empty).
+	// +kubebuilder:validation:MaxLength=640
+	// +kubebuilder:validation:Pattern=`^[a-z0-9.-]*/[A-Za-z][A-Za-z0-9]*/[a-z0-9-]*/[^/]+$`
 	ID string `json:"id"`
 	// Digest of the rendered object that was applied.
+	// +kubebuilder:validation:MaxLength=64
 	Digest string `json:"digest"`
 	// Version is the object's generation (for kinds that track one) or
 	// resourceVersion right after the apply: a different live value means
 	// someone else changed the object.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
 	Version string `json:"version,omitempty"`
 }

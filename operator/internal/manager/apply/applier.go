@@ -122,7 +122,7 @@ func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructu
 		}
 	}
 
-	pruned, dropped, err := a.prune(ctx, namespace, prev, current)
+	pruned, dropped, err := a.prune(ctx, namespace, ManagedKinds().WithCRDs(prepared), prev, current)
 	for _, id := range append(pruned, dropped...) {
 		delete(next, id)
 	}

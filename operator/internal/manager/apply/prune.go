@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,9 +29,9 @@ var crdKind = apiextensionsv1.Kind("CustomResourceDefinition")
 // workloads before the configuration they use. It returns the IDs that are
 // gone and the IDs dropped from the inventory without a delete: entries
 // CheckEntry refuses (the status is writable by others, so an entry proves
-// nothing by itself), objects that lost the module labels and objects the
+// nothing by itself; owned are the kinds the module may own), objects that lost the module labels and objects the
 // manager never applied (a labelled copy someone made).
-func (a *Applier) prune(ctx context.Context, namespace string, prev inventory.Inventory, current map[string]bool) (pruned, dropped []string, err error) {
+func (a *Applier) prune(ctx context.Context, namespace string, owned Kinds, prev inventory.Inventory, current map[string]bool) (pruned, dropped []string, err error) {
 	var stale []inventory.Ref
 	ids := map[inventory.Ref]string{}
 	for id := range prev {
@@ -37,7 +39,7 @@ func (a *Applier) prune(ctx context.Context, namespace string, prev inventory.In
 			continue
 		}
 		ref, ok := inventory.ParseID(id)
-		if !ok || CheckEntry(ref, namespace) != nil {
+		if !ok || owned.Check(ref, namespace) != nil {
 			dropped = append(dropped, id)
 			continue
 		}
@@ -70,7 +72,15 @@ func (a *Applier) prune(ctx context.Context, namespace string, prev inventory.In
 func (a *Applier) deleteManaged(ctx context.Context, ref inventory.Ref) (gone, ours bool, err error) {
 	gvk, ok := managedGVK(ref.GroupKind)
 	if !ok {
-		return false, false, nil
+		// A kind of the chart's own CRDs: the API tells its version.
+		mapping, err := a.mapper.RESTMapping(ref.GroupKind)
+		if meta.IsNoMatchError(err) {
+			return true, true, nil
+		}
+		if err != nil {
+			return false, false, err
+		}
+		gvk = mapping.GroupVersionKind
 	}
 	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(gvk)
@@ -119,25 +129,52 @@ func (a *Applier) confirmNoInstances(ctx context.Context, crdName string) error 
 	return nil
 }
 
-// CheckEntry tells why an inventory entry cannot be the manager's: a kind
-// the chart never renders (operator/pkg/kinds), a namespaced object outside
-// the module namespace, or a cluster-scoped one with a namespace. nil means
-// the entry may be acted on (after the live object proved to be the
-// manager's).
-func CheckEntry(ref inventory.Ref, namespace string) error {
+// Kinds are the kinds the module may own, each with whether it is
+// namespaced: the table of operator/pkg/kinds plus the kinds the chart's
+// own CRDs define (WithCRDs).
+type Kinds map[schema.GroupKind]bool
+
+// ManagedKinds are the kinds of operator/pkg/kinds.
+func ManagedKinds() Kinds {
+	out := Kinds{}
 	for _, k := range kinds.Managed() {
-		if k.GVK.GroupKind() != ref.GroupKind {
+		out[k.GVK.GroupKind()] = k.Namespaced
+	}
+	return out
+}
+
+// WithCRDs adds the kinds the CRDs among objs define.
+func (k Kinds) WithCRDs(objs []*unstructured.Unstructured) Kinds {
+	out := maps.Clone(k)
+	for _, o := range objs {
+		if o.GroupVersionKind().GroupKind() != crdKind {
 			continue
 		}
-		switch {
-		case k.Namespaced && ref.Namespace != namespace:
-			return fmt.Errorf("%s %s/%s is outside the module namespace %s", ref.GroupKind.Kind, ref.Namespace, ref.Name, namespace)
-		case !k.Namespaced && ref.Namespace != "":
-			return fmt.Errorf("%s %s is cluster-scoped but names the namespace %s", ref.GroupKind.Kind, ref.Name, ref.Namespace)
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+		if kind != "" {
+			out[schema.GroupKind{Group: group, Kind: kind}] = scope != string(apiextensionsv1.ClusterScoped)
 		}
-		return nil
 	}
-	return fmt.Errorf("%s is not a kind the Serverless chart renders", ref.GroupKind)
+	return out
+}
+
+// Check tells why an inventory entry cannot be the module's: a kind the
+// chart never renders, a namespaced object outside the module namespace,
+// or a cluster-scoped one with a namespace. nil means the entry may be
+// acted on (once the live object proved to be the manager's).
+func (k Kinds) Check(ref inventory.Ref, namespace string) error {
+	namespaced, ok := k[ref.GroupKind]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s is not a kind the Serverless chart renders", ref.GroupKind)
+	case namespaced && ref.Namespace != namespace:
+		return fmt.Errorf("%s %s/%s is outside the module namespace %s", ref.GroupKind.Kind, ref.Namespace, ref.Name, namespace)
+	case !namespaced && ref.Namespace != "":
+		return fmt.Errorf("%s %s is cluster-scoped but names the namespace %s", ref.GroupKind.Kind, ref.Name, ref.Namespace)
+	}
+	return nil
 }
 
 // AppliedByManager tells whether the manager's server-side apply wrote the

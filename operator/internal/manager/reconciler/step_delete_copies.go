@@ -22,9 +22,16 @@ var copyKinds = []schema.GroupVersionKind{
 }
 
 // stepDeleteCopies removes what the Function controller copied into user
-// namespaces; the module namespace was emptied by the steps before.
+// namespaces; the module namespace was emptied by the steps before. A copy
+// is known by its name (the registry Secret, the runtimes' Dockerfile
+// ConfigMaps, the Functions' ServiceAccount) besides the module labels; one
+// its user took over (managed-by: user) stays.
 func (r *Reconciler) stepDeleteCopies(ctx context.Context, s *state) bool {
-	left, err := r.deleteCopies(ctx, s.cr.Namespace)
+	own, err := r.ownershipOf(s.cr)
+	if err != nil {
+		s.log.Error(err, "rendering the chart for its object names; only the copies named in the code are removed")
+	}
+	left, err := r.deleteCopies(ctx, s.cr.Namespace, own)
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
 	}
@@ -39,7 +46,7 @@ func (r *Reconciler) stepDeleteCopies(ctx context.Context, s *state) bool {
 
 // deleteCopies deletes the copies the API server lists (they inherit the
 // module labels) and returns how many are left.
-func (r *Reconciler) deleteCopies(ctx context.Context, namespace string) (int, error) {
+func (r *Reconciler) deleteCopies(ctx context.Context, namespace string, own ownership) (int, error) {
 	left := 0
 	for _, gvk := range copyKinds {
 		list := &metav1.PartialObjectMetadataList{}
@@ -53,7 +60,7 @@ func (r *Reconciler) deleteCopies(ctx context.Context, namespace string) (int, e
 				continue
 			}
 			l, ok := leftoverOf(gvk, item)
-			if !ok {
+			if !ok || !own.ownsCopy(gvk.GroupKind(), item) {
 				continue
 			}
 			left++

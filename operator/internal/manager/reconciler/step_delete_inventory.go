@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,11 +38,16 @@ func (r *Reconciler) stepDeleteInventory(ctx context.Context, s *state) bool {
 	return false
 }
 
-// remaining is everything the manager installed that still exists: the
-// inventory plus anything labelled as the module's in the cache (an object
-// applied just before a crash is labelled but maybe not in the inventory).
-// The inventory in the status keeps only the entries still left.
+// remaining is everything of the module that still exists: the valid
+// inventory entries whose objects the chart renders or the manager applied
+// (see ownership), plus the chart's objects the cache holds with the module
+// labels (one applied just before a crash may be missing from the
+// inventory). The inventory in the status keeps only the entries still left.
 func (r *Reconciler) remaining(ctx context.Context, s *state) ([]leftover, error) {
+	own, err := r.ownershipOf(s.cr)
+	if err != nil {
+		s.log.Error(err, "rendering the chart for its object names; only objects the manager applied are removed")
+	}
 	seen := map[inventory.Ref]bool{}
 	var left []leftover
 	add := func(l leftover) {
@@ -54,15 +61,15 @@ func (r *Reconciler) remaining(ctx context.Context, s *state) ([]leftover, error
 		return nil, err
 	}
 	for _, o := range objs {
-		if l, ok := leftoverOf(watch.GVKOf(o), o); ok {
+		if l, ok := leftoverOf(watch.GVKOf(o), o); ok && own.owns(l.ref) {
 			add(l)
 		}
 	}
 	var kept []v1alpha1.InventoryEntry
 	for _, e := range s.cr.Status.Inventory {
 		ref, ok := inventory.ParseID(e.ID)
-		if !ok {
-			continue
+		if !ok || own.kinds.Check(ref, s.cr.Namespace) != nil {
+			continue // stepInventory warned about it
 		}
 		mapping, err := r.client.RESTMapper().RESTMapping(ref.GroupKind)
 		if meta.IsNoMatchError(err) {
@@ -71,12 +78,20 @@ func (r *Reconciler) remaining(ctx context.Context, s *state) ([]leftover, error
 		if err != nil {
 			return nil, err
 		}
-		live, err := r.live.LiveMeta(ctx, mapping.GroupVersionKind, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name})
+		key := client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}
+		var live metav1.Object
+		if own.owns(ref) {
+			live, err = r.live.LiveMeta(ctx, mapping.GroupVersionKind, key)
+		} else {
+			// Not the chart's today (an older chart's object, or an entry
+			// written by hand): the API server's managedFields decide.
+			live, err = r.apiMeta(ctx, mapping.GroupVersionKind, key)
+		}
 		if err != nil {
 			return nil, err
 		}
 		l, ok := leftoverOf(mapping.GroupVersionKind, live)
-		if !ok {
+		if !ok || !own.deletable(l) {
 			continue
 		}
 		kept = append(kept, e)
@@ -84,4 +99,19 @@ func (r *Reconciler) remaining(ctx context.Context, s *state) ([]leftover, error
 	}
 	s.cr.Status.Inventory = kept
 	return left, nil
+}
+
+// apiMeta reads an object's metadata from the API server, nil when it does
+// not exist.
+func (r *Reconciler) apiMeta(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (metav1.Object, error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	err := r.api.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s %s: %w", gvk.Kind, key, err)
+	}
+	return obj, nil
 }

@@ -23,6 +23,7 @@ func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 	if cr.DeletionTimestamp != nil {
 		return []step{
 			{"served", r.stepServed},
+			{"inventory", r.stepInventory},
 			{"functions-guard", r.stepFunctionsGuard},
 			{"delete-inventory", r.stepDeleteInventory},
 			{"delete-api-leftovers", r.stepDeleteAPILeftovers},
@@ -33,6 +34,7 @@ func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 	return []step{
 		{"served", r.stepServed},
 		{"paused", r.stepPaused},
+		{"inventory", r.stepInventory},
 		{"finalizer", r.stepFinalizer},
 		{"configure", r.stepConfigure},
 		{"render", r.stepRender},

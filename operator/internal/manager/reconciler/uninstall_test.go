@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,6 +78,24 @@ func reconcileUninstall(t *testing.T, c client.Client, r *Reconciler, cr *v1alph
 	return meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDeleted)
 }
 
+// renders is a chart that renders objs (without their namespace, as a
+// chart does).
+func renders(t *testing.T, objs ...client.Object) *fakeRenderer {
+	t.Helper()
+	f := &fakeRenderer{}
+	for _, o := range objs {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{Object: content}
+		gvks, _, err := scheme.Scheme.ObjectKinds(o)
+		require.NoError(t, err)
+		u.SetGroupVersionKind(gvks[0])
+		u.SetNamespace("")
+		f.objs = append(f.objs, u)
+	}
+	return f
+}
+
 func cacheMissing(c client.Client) Live {
 	return cacheMissedAll{watch.NewLive(c, c, c.Scheme(), uninstallNS)}
 }
@@ -85,6 +105,7 @@ func TestUninstallAsksTheAPIServerBeforeTheFinalizerGoes(t *testing.T) {
 	ctx := t.Context()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: "serverless-configuration", Labels: module.Labels()}}
 	require.NoError(t, c.Create(ctx, cm))
+	r.renderer = renders(t, cm)
 
 	c1 := reconcileUninstall(t, c, r, cr)
 	require.NotNil(t, c1, "the finalizer stays while the ConfigMap was there")
@@ -105,6 +126,7 @@ func TestUninstallReleasesTheFunctionControllersFinalizerOfAnObjectBeingDeleted(
 		Finalizers: []string{"serverless.kyma-project.io/deletion-hook", "example.com/keep"}}}
 	require.NoError(t, c.Create(ctx, secret))
 	require.NoError(t, c.Delete(ctx, secret))
+	r.renderer = renders(t, secret)
 
 	cond := reconcileUninstall(t, c, r, cr)
 	require.NotNil(t, cond)
