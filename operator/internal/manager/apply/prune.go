@@ -88,6 +88,11 @@ func (a *Applier) deleteManaged(ctx context.Context, ref inventory.Ref) (gone, o
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return true, true, nil
 	}
+	if apierrors.IsForbidden(err) {
+		// The manager may read every object it renders; one it may not
+		// read came into the inventory from elsewhere.
+		return false, false, nil
+	}
 	if err != nil {
 		return false, false, err
 	}

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +21,9 @@ import (
 // fakeAPI is the API server's answer by "Kind/namespace/name": metadata for
 // the managed kinds, typed CRDs; lists of a CRD's objects by list kind.
 type fakeAPI struct {
-	objs  map[string]metav1.Object
+	// forbidden keys the manager may not read.
+	forbidden map[string]bool
+	objs      map[string]metav1.Object
 	crds  map[string]*apiextensionsv1.CustomResourceDefinition
 	lists map[string][]metav1.PartialObjectMetadata
 }
@@ -36,6 +39,9 @@ func (f fakeAPI) Get(_ context.Context, key client.ObjectKey, obj client.Object,
 		return nil
 	}
 	m := obj.(*metav1.PartialObjectMetadata)
+	if f.forbidden[m.Kind+"/"+key.Namespace+"/"+key.Name] {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: m.Kind}, key.Name, errors.New("RBAC: not allowed"))
+	}
 	o, ok := f.objs[m.Kind+"/"+key.Namespace+"/"+key.Name]
 	if !ok {
 		return notFound
@@ -94,11 +100,12 @@ func TestPruneDeletesOnlyWhatTheManagerApplied(t *testing.T) {
 		"ConfigMap/ns/adopted-by-user": unlabelled,
 		"Secret/ns/my-registry-copy":   copied,
 		"Secret/other/registry":        appliedMeta("other", "registry"),
-	}}
+	}, forbidden: map[string]bool{"ClusterRole//cluster-admin": true}}
 	prev := entries(
 		"/ConfigMap/ns/gone", "/ConfigMap/ns/finalized", "/ConfigMap/ns/adopted-by-user", "/ConfigMap/ns/already-gone",
 		// Entries someone wrote into the status by hand.
 		"/Secret/ns/my-registry-copy", "/Secret/other/registry", "/Pod/ns/p", "rbac.authorization.k8s.io/ClusterRole/ns/r", "garbage",
+		"rbac.authorization.k8s.io/ClusterRole//cluster-admin",
 	)
 	rec := &recorder{}
 	res, err := New(rec, api, fakeLive{}, mapper()).Apply(context.Background(), "ns", nil, prev)
@@ -108,7 +115,8 @@ func TestPruneDeletesOnlyWhatTheManagerApplied(t *testing.T) {
 	assert.ElementsMatch(t, []string{"/ConfigMap/ns/already-gone", "/ConfigMap/ns/gone"}, res.Pruned,
 		"deleted without finalizers is gone at once")
 	assert.ElementsMatch(t, []string{"/ConfigMap/ns/adopted-by-user", "/Secret/ns/my-registry-copy", "/Secret/other/registry",
-		"/Pod/ns/p", "rbac.authorization.k8s.io/ClusterRole/ns/r", "garbage"}, res.Dropped, "left alone and forgotten")
+		"/Pod/ns/p", "rbac.authorization.k8s.io/ClusterRole/ns/r", "garbage", "rbac.authorization.k8s.io/ClusterRole//cluster-admin"},
+		res.Dropped, "left alone and forgotten; one the manager may not even read does not block the prune")
 	assert.Equal(t, []string{"/ConfigMap/ns/finalized"}, ids(res.Inventory), "deleted but kept by a finalizer: still recorded")
 }
 

@@ -84,8 +84,12 @@ func (r *Reconciler) remaining(ctx context.Context, s *state) ([]leftover, error
 			live, err = r.live.LiveMeta(ctx, mapping.GroupVersionKind, key)
 		} else {
 			// Not the chart's today (an older chart's object, or an entry
-			// written by hand): the API server's managedFields decide.
+			// written by hand): the API server's managedFields decide. An
+			// object the manager may not read is none of its own.
 			live, err = r.apiMeta(ctx, mapping.GroupVersionKind, key)
+			if apierrors.IsForbidden(err) {
+				continue
+			}
 		}
 		if err != nil {
 			return nil, err

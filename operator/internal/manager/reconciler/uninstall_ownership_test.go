@@ -2,11 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,4 +114,32 @@ func TestStepInventoryDropsEntriesThatCannotBeTheModules(t *testing.T) {
 	s = &state{cr: s.cr, before: s.cr.Status.DeepCopy(), log: log.FromContext(context.Background())}
 	require.True(t, r.stepInventory(context.Background(), s))
 	assert.Len(t, events.reasons, 1, "once: the entries are gone from the status")
+}
+
+// forbidding answers Forbidden for reads of one name, as the API server
+// does for objects outside the manager's resourceNames.
+type forbidding struct {
+	client.Reader
+	name string
+}
+
+func (f forbidding) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if key.Name == f.name {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "clusterroles"}, key.Name, errors.New("RBAC: not allowed"))
+	}
+	return f.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A hand-written entry for an object the manager may not even read neither
+// blocks the uninstall nor gets the object deleted.
+func TestUninstallIsNotBlockedByAnEntryTheManagerMayNotRead(t *testing.T) {
+	direct := func(c client.Client) Live { return watch.NewLive(c, c, c.Scheme(), uninstallNS) }
+	c, r, cr := uninstallEnv(t, direct, v1alpha1.InventoryEntry{ID: "rbac.authorization.k8s.io/ClusterRole//someone-elses", Digest: "d"})
+	ctx := t.Context()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Labels: module.Labels()}}
+	require.NoError(t, c.Create(ctx, role))
+	r.api = forbidding{Reader: c, name: role.Name}
+
+	assert.Nil(t, reconcileUninstall(t, c, r, cr), "the CR goes in one pass")
+	assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(role), &rbacv1.ClusterRole{}), "the ClusterRole stays")
 }
