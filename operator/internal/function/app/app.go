@@ -49,7 +49,10 @@ func NewScheme() (*runtime.Scheme, error) {
 // namespace, where the base objects (label serverless.kyma-project.io/config)
 // are cached — and there all ConfigMaps, because a Function in the base
 // namespace has its source ConfigMap there, and one selector cannot match
-// both. Namespaces are read as metadata (copies).
+// both. Namespaces are read as metadata (copies). Managed fields are
+// dropped from every cached object: nothing reads them, and with 300
+// Functions they cost about 6 MiB (make bench); an update sent without them
+// keeps the server's.
 func CacheOptions(cfg *config.Config) (cache.Options, error) {
 	managed := labels.SelectorFromSet(labels.Set{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController})
 	req, err := labels.NewRequirement(v1alpha2.LabelConfig, selection.Exists, nil)
@@ -64,6 +67,7 @@ func CacheOptions(cfg *config.Config) (cache.Options, error) {
 		}}
 	}
 	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&batchv1.Job{}:                           {Label: managed},
 			&appsv1.Deployment{}:                     {Label: managed},
