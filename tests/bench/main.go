@@ -3,7 +3,9 @@
 // uninstall, counting the manager's own requests in the kube-apiserver audit
 // log. With -scale, the cluster first gets 200 namespaces × 5 Functions,
 // 1,000 Secrets and 1,000 ConfigMaps, to show that the manager's memory and
-// requests do not grow with the cluster. Run it with `make bench`.
+// requests do not grow with the cluster. With -functions it measures the
+// Function controller instead: 300 Functions built and run (functions.go).
+// Run it with `make bench`.
 package main
 
 import (
@@ -42,10 +44,26 @@ import (
 
 func main() {
 	scale := flag.Bool("scale", false, "fill the cluster with 200 namespaces × 5 Functions, 1,000 Secrets and 1,000 ConfigMaps first")
+	functions := flag.Bool("functions", false, "instead: the Function controller with 300 Functions created at once (see functions.go)")
+	variants := flag.String("function-sources", "distinct,identical", "with -functions: which runs, in order (distinct: a source per Function; identical: one per runtime)")
 	idle := flag.Duration("idle", 30*time.Second, "how long to count requests while nothing changes")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the bench's clients have nothing to log
-	if err := run(*scale, *idle); err != nil {
+	var err error
+	if *functions {
+		var vs []fnVariant
+		for _, name := range strings.Split(*variants, ",") {
+			if name != "distinct" && name != "identical" {
+				fmt.Fprintf(os.Stderr, "bench: -function-sources: %q is neither distinct nor identical\n", name)
+				os.Exit(2)
+			}
+			vs = append(vs, fnVariant{name: name, identical: name == "identical"})
+		}
+		err = runFunctions(vs, *idle)
+	} else {
+		err = run(*scale, *idle)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
