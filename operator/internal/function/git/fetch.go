@@ -42,8 +42,9 @@ func NormalizeBaseDir(baseDir string) string {
 // files) into o.Dir. It first asks for just that commit (depth 1; servers
 // that allow fetching reachable commits by SHA, as GitHub and GitLab do),
 // and when the server refuses, fetches its branches and tags and takes the
-// commit from them. Every failure is an error naming its cause; nothing is
-// swallowed (1.8.4's fetcher exited 0 on auth errors, bug §11.8).
+// commit from them. The whole fetch is bounded by 10× the Resolver's
+// timeout (5 min by default). Every failure is an error naming its cause;
+// nothing is swallowed (1.8.4's fetcher exited 0 on auth errors, bug §11.8).
 func (r Resolver) Fetch(ctx context.Context, o FetchOptions) (err error) {
 	if !IsCommit(o.Commit) {
 		return invalid("commit %q is not a full 40-digit SHA", o.Commit)
