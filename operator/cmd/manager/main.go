@@ -32,7 +32,7 @@ import (
 var imageKeys = []string{
 	"function_controller", "kaniko_executor",
 	"function_runtime_nodejs20", "function_runtime_nodejs22", "function_runtime_python312",
-	"registry", "registry_init", "function_webhook",
+	"registry", "registry_init",
 }
 
 type config struct {
