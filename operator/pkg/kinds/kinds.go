@@ -20,8 +20,9 @@ type Kind struct {
 	AllInNamespace bool
 }
 
-// Managed lists every kind the chart may render. A kind the chart renders
-// must be here, or its drift goes unnoticed (a test checks this).
+// Managed lists every kind the chart may render, or rendered in an older
+// version. A kind the chart renders must be here, or its drift goes
+// unnoticed (a test checks this).
 func Managed() []Kind {
 	gvk := func(group, version, kind string) schema.GroupVersionKind {
 		return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
@@ -31,6 +32,9 @@ func Managed() []Kind {
 		{GVK: gvk("scheduling.k8s.io", "v1", "PriorityClass")},
 		{GVK: gvk("rbac.authorization.k8s.io", "v1", "ClusterRole")},
 		{GVK: gvk("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding")},
+		// The chart renders no webhook any more (README: Why no admission
+		// webhook); the kinds stay so the manager prunes, and uninstalls, the
+		// configurations an older chart installed.
 		{GVK: gvk("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")},
 		{GVK: gvk("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")},
 		{GVK: gvk("", "v1", "ServiceAccount"), Namespaced: true},

@@ -57,12 +57,11 @@ func variants() []variant {
 			Eventing: &v1alpha1.Endpoint{Endpoint: "http://events.example/publish"}, Tracing: &v1alpha1.Endpoint{Endpoint: "http://otel.example:4318/v1/traces"},
 		}, facts: values.Facts{Nodes: 1, ImageOverrides: map[string]string{"function_controller": "mirror.example/fc:1.8.4"}}},
 		{name: "network-policies", spec: v1alpha1.ServerlessSpec{EnableNetworkPolicies: true}, facts: values.Facts{Nodes: 3}},
-		{name: "webhooks-and-replicas", facts: values.Facts{Nodes: 3}, extra: map[string]any{
-			"webhook": map[string]any{"enabled": true}, "controller": map[string]any{"replicas": int64(2)}}},
+		{name: "replicas", facts: values.Facts{Nodes: 3}, extra: map[string]any{"controller": map[string]any{"replicas": int64(2)}}},
 		// Not a golden: every switch on at once, for the dry run and the kinds check.
 		{name: "everything", spec: v1alpha1.ServerlessSpec{EnableNetworkPolicies: true, DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}},
 			facts: values.Facts{Nodes: 3, InternalCredentials: &values.Credentials{Username: fixed(20), Password: fixed(40)}},
-			extra: map[string]any{"webhook": map[string]any{"enabled": true}, "controller": map[string]any{"replicas": int64(3)}}},
+			extra: map[string]any{"controller": map[string]any{"replicas": int64(3)}}},
 	}
 }
 
@@ -240,7 +239,7 @@ func TestHelmLint(t *testing.T) {
 	sets := [][]string{
 		nil,
 		{"dockerRegistry.enableInternal=true"},
-		{"networkPolicies.enabled=true", "webhook.enabled=true", "controller.replicas=2"},
+		{"networkPolicies.enabled=true", "controller.replicas=2"},
 		{"busola.enabled=false", "controller.logLevel=debug"},
 	}
 	for _, set := range sets {
@@ -279,7 +278,9 @@ func TestVariantsRenderWhatTheySwitch(t *testing.T) {
 	assert.Equal(t, 2, count["internal-registry"]["Deployment"])
 	assert.Equal(t, 5, count["network-policies"]["NetworkPolicy"])
 	assert.Zero(t, count["default"]["NetworkPolicy"])
-	assert.Equal(t, 1, count["webhooks-and-replicas"]["ValidatingWebhookConfiguration"])
-	assert.Equal(t, 1, count["webhooks-and-replicas"]["MutatingWebhookConfiguration"])
-	assert.Zero(t, count["default"]["ValidatingWebhookConfiguration"])
+	// No admission webhook (README: Why no admission webhook); the manager
+	// still knows the kinds to prune what an older chart installed.
+	for name, c := range count {
+		assert.Zero(t, c["ValidatingWebhookConfiguration"]+c["MutatingWebhookConfiguration"], name)
+	}
 }
