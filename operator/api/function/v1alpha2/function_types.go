@@ -10,6 +10,9 @@ import (
 type Runtime string
 
 // FunctionSpec is what a user declares: source, runtime and how to run it.
+// Node.js dependencies are checked here as 1.8.4's controller checked them
+// (and the controller still does, for objects stored before this rule).
+// +kubebuilder:validation:XValidation:rule="!self.runtime.startsWith('nodejs') || !has(self.source.inline) || !has(self.source.inline.dependencies) || self.source.inline.dependencies.trim() == ” || (self.source.inline.dependencies.trim().startsWith('{') && self.source.inline.dependencies.trim().endsWith('}'))",message="spec.source.inline.dependencies must be a package.json object (start with { and end with }) for Node.js runtimes",fieldPath=".source.inline.dependencies"
 type FunctionSpec struct {
 	// Runtime the Function's code runs on.
 	Runtime Runtime `json:"runtime"`
@@ -36,8 +39,10 @@ type FunctionSpec struct {
 	// +optional
 	ScaleConfig *ScaleConfig `json:"scaleConfig,omitempty"`
 
-	// Replicas of the Function's Deployment.
+	// Replicas of the Function's Deployment, at most 1000: a typo must
+	// not flood the cluster with Pods.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
 	// +kubebuilder:default=1
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
@@ -78,14 +83,19 @@ type Source struct {
 	Inline *InlineSource `json:"inline,omitempty"`
 }
 
-// InlineSource is code kept in the Function itself.
+// InlineSource is code kept in the Function itself. Source and dependencies
+// together are at most 512 KiB of UTF-8: the build ConfigMap holds
+// both (1 MiB at most), and the Function, JSON-escaped and with up to 256 KiB
+// of annotations, stays well under etcd's 1.5 MiB request limit. Larger code
+// belongs in a Git repository.
+// +kubebuilder:validation:XValidation:rule="size(bytes(self.source)) + (has(self.dependencies) ? size(bytes(self.dependencies)) : 0) <= 524288",message="spec.source.inline: source and dependencies together must not exceed 524288 bytes (512 KiB); use a Git repository for larger code"
 type InlineSource struct {
 	// Source code of the handler.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=1048576
+	// +kubebuilder:validation:MaxLength=524288
 	Source string `json:"source"`
 	// Dependencies: package.json for Node.js, requirements.txt for Python.
-	// +kubebuilder:validation:MaxLength=1048576
+	// +kubebuilder:validation:MaxLength=524288
 	// +optional
 	Dependencies string `json:"dependencies,omitempty"`
 }
@@ -94,9 +104,12 @@ type InlineSource struct {
 // +kubebuilder:validation:XValidation:rule="has(self.baseDir) && size(self.baseDir.trim()) > 0",message="spec.source.gitRepository.baseDir is required"
 // +kubebuilder:validation:XValidation:rule="has(self.reference) && size(self.reference.trim()) > 0",message="spec.source.gitRepository.reference is required"
 type GitRepositorySource struct {
-	// URL of the repository.
+	// URL of the repository: https://, http:// or ssh://, or the SCP-like
+	// user@host:path. Not file:// (the controller would read its own file
+	// system) nor git:// (no authentication, no transport security).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(https|http|ssh)://[^[:space:]/?#]+(/[^[:space:]]*)?$') || (!self.contains('://') && self.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^[:space:]]+$'))",message="spec.source.gitRepository.url must be an https://, http:// or ssh:// URL or user@host:path (no file://, git:// or other schemes)"
 	URL string `json:"url"`
 	// Auth for a private repository.
 	// +optional
@@ -159,9 +172,11 @@ type ResourceRequirements struct {
 type ScaleConfig struct {
 	// MinReplicas of the autoscaler.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	MinReplicas *int32 `json:"minReplicas"`
-	// MaxReplicas of the autoscaler.
+	// MaxReplicas of the autoscaler, at most 1000 as spec.replicas.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	MaxReplicas *int32 `json:"maxReplicas"`
 }
 

@@ -11,7 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
@@ -19,6 +22,35 @@ import (
 )
 
 const inline = `"source":{"inline":{"source":"module.exports = { main: () => 'hi' }"}}`
+
+// inlineBound is the most UTF-8 bytes source and dependencies may have together.
+const inlineBound = 524288
+
+// withInline is a Function spec with inline code, JSON-encoded.
+func withInline(runtime, source, deps string) string {
+	in := map[string]any{"source": source}
+	if deps != "" {
+		in["dependencies"] = deps
+	}
+	data, err := json.Marshal(map[string]any{"runtime": runtime, "source": map[string]any{"inline": in}})
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
+
+// withGit is a Function spec with a Git source at url.
+func withGit(url string) string {
+	return `{"runtime":"nodejs22","source":{"gitRepository":{"url":"` + url + `","baseDir":"/","reference":"main"}}}`
+}
+
+// jsCode is realistic handler code of exactly n bytes, rich in what JSON
+// escapes (<, >, &, quotes, newlines), so the stored object is larger than n.
+func jsCode(n int) string {
+	line := "  if (a < b && c > d) { return \"x\"; } // ok\n"
+	code := strings.Repeat(line, n/len(line)+1)
+	return code[:n]
+}
 
 // The Function CRD the chart installs rejects bad Functions at admission,
 // each with a message that names the field.
@@ -38,13 +70,13 @@ func TestFunctionValidation(t *testing.T) {
 		{"runtime missing", `{` + inline + `}`, "spec.runtime"},
 		{"runtime unknown", `{"runtime":"nodejs12",` + inline + `}`, "spec.runtime"},
 		{"source missing", `{"runtime":"nodejs22"}`, "spec.source"},
-		{"both sources", `{"runtime":"nodejs22","source":{"inline":{"source":"x"},"gitRepository":{"url":"u","baseDir":"/","reference":"main"}}}`, "spec.source: use exactly one of gitRepository and inline"},
+		{"both sources", `{"runtime":"nodejs22","source":{"inline":{"source":"x"},"gitRepository":{"url":"https://git.example/fn.git","baseDir":"/","reference":"main"}}}`, "spec.source: use exactly one of gitRepository and inline"},
 		{"no source kind", `{"runtime":"nodejs22","source":{}}`, "spec.source: use exactly one of gitRepository and inline"},
 		{"empty inline source", `{"runtime":"nodejs22","source":{"inline":{"source":""}}}`, "spec.source.inline.source"},
-		{"git without baseDir", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"u","reference":"main"}}}`, "spec.source.gitRepository.baseDir is required"},
-		{"git with blank reference", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"u","baseDir":"/","reference":"  "}}}`, "spec.source.gitRepository.reference is required"},
-		{"git auth type", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"u","baseDir":"/","reference":"main","auth":{"type":"token","secretName":"s"}}}}`, "spec.source.gitRepository.auth.type"},
-		{"git auth blank secret", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"u","baseDir":"/","reference":"main","auth":{"type":"key","secretName":" "}}}}`, "spec.source.gitRepository.auth.secretName is required"},
+		{"git without baseDir", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"https://git.example/fn.git","reference":"main"}}}`, "spec.source.gitRepository.baseDir is required"},
+		{"git with blank reference", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"https://git.example/fn.git","baseDir":"/","reference":"  "}}}`, "spec.source.gitRepository.reference is required"},
+		{"git auth type", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"https://git.example/fn.git","baseDir":"/","reference":"main","auth":{"type":"token","secretName":"s"}}}}`, "spec.source.gitRepository.auth.type"},
+		{"git auth blank secret", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"https://git.example/fn.git","baseDir":"/","reference":"main","auth":{"type":"key","secretName":" "}}}}`, "spec.source.gitRepository.auth.secretName is required"},
 		{"reserved env", `{"runtime":"nodejs22",` + inline + `,"env":[{"name":"FUNC_PORT","value":"1"}]}`, "spec.env: the names FUNC_RUNTIME"},
 		{"reserved label prefix", `{"runtime":"nodejs22",` + inline + `,"labels":{"serverless.kyma-project.io/x":"y"}}`, "spec.labels: the prefix serverless.kyma-project.io/ is reserved"},
 		{"long label name", `{"runtime":"nodejs22",` + inline + `,"labels":{"` + strings.Repeat("l", 64) + `":"y"}}`, "spec.labels: label names must be shorter than 64 characters"},
@@ -57,6 +89,37 @@ func TestFunctionValidation(t *testing.T) {
 		{"negative replicas", `{"runtime":"nodejs22",` + inline + `,"replicas":-1}`, "spec.replicas"},
 		{"template labels", `{"runtime":"nodejs22",` + inline + `,"template":{"labels":{"a":"b"}}}`, "spec.template: labels and annotations are not supported"},
 		{"secret mount without path", `{"runtime":"nodejs22",` + inline + `,"secretMounts":[{"secretName":"s","mountPath":""}]}`, "spec.secretMounts[0].mountPath"},
+
+		// Git URLs: https, http, ssh and the SCP-like form; nothing else.
+		{"git url http", withGit("http://git.example:8080/team/fn.git"), ""},
+		{"git url ssh with port", withGit("ssh://git@git.example:2222/team/fn.git"), ""},
+		{"git url scp-like", withGit("git@github.com:team/fn.git"), ""},
+		{"git url file", withGit("file:///var/run/secrets"), "spec.source.gitRepository.url must be an https://, http:// or ssh:// URL"},
+		{"git url git protocol", withGit("git://git.example/team/fn.git"), "spec.source.gitRepository.url must be"},
+		{"git url other scheme", withGit("ftp://git.example/team/fn.git"), "spec.source.gitRepository.url must be"},
+		{"git url local path", withGit("/srv/git/fn.git"), "spec.source.gitRepository.url must be"},
+		{"git url without host", withGit("https:///fn.git"), "spec.source.gitRepository.url must be"},
+		{"git url with space", withGit("https://git.example/team/fn.git --upload-pack=x"), "spec.source.gitRepository.url must be"},
+		{"git url scp-like with scheme", withGit("git@git.example://team/fn.git"), "spec.source.gitRepository.url must be"},
+
+		// Replicas: at most 1000.
+		{"replicas at bound", `{"runtime":"nodejs22",` + inline + `,"replicas":1000}`, ""},
+		{"replicas over bound", `{"runtime":"nodejs22",` + inline + `,"replicas":1001}`, "spec.replicas"},
+		{"max replicas over bound", `{"runtime":"nodejs22",` + inline + `,"scaleConfig":{"minReplicas":1,"maxReplicas":1001}}`, "spec.scaleConfig.maxReplicas"},
+
+		// Inline code: source and dependencies together at most 512 KiB of UTF-8.
+		{"inline at bound", withInline("nodejs22", jsCode(inlineBound-20), `{"name":"fn","x":1}`+" "), ""},
+		{"inline over bound", withInline("nodejs22", jsCode(inlineBound-20), `{"name":"fn","xy":1}`+" "), "spec.source.inline: source and dependencies together must not exceed 524288 bytes"},
+		{"inline bound counts bytes", withInline("python312", strings.Repeat("é", inlineBound/2+1), ""), "spec.source.inline: source and dependencies together must not exceed"},
+		{"source over max length", withInline("python312", strings.Repeat("x", inlineBound+1), ""), "spec.source.inline.source"},
+
+		// Node.js dependencies look like a package.json object, as the controller checks.
+		{"node dependencies object", withInline("nodejs20", "x", "\n  {\"dependencies\":{}}\n"), ""},
+		{"node dependencies blank", withInline("nodejs22", "x", " \n "), ""},
+		{"node dependencies array", withInline("nodejs22", "x", `["lodash"]`), "spec.source.inline.dependencies must be a package.json object"},
+		{"node dependencies requirements", withInline("nodejs20", "x", "requests==2.32.0"), "spec.source.inline.dependencies must be a package.json object"},
+		{"node dependencies unclosed", withInline("nodejs22", "x", `{"dependencies":{"lodash":"4"`), "spec.source.inline.dependencies must be a package.json object"},
+		{"python requirements", withInline("python312", "x", "requests==2.32.0\n"), ""},
 	}
 	bad := 0
 	for i, tt := range tests {
@@ -81,6 +144,27 @@ func TestFunctionValidation(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, bad, 15)
+
+	// The bound keeps the object storable: code at the bound that JSON
+	// escapes heavily, plus 250 KiB of annotations (e.g. kubectl's
+	// last-applied-configuration), is accepted by etcd (1.5 MiB per request).
+	var atBound map[string]any
+	require.NoError(t, json.Unmarshal([]byte(withInline("nodejs22", jsCode(inlineBound-2), "{}")), &atBound))
+	big := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "serverless.kyma-project.io/v1alpha2", "kind": "Function",
+		"metadata": map[string]any{"namespace": "default", "name": "at-bound",
+			"annotations": map[string]any{"example.com/notes": strings.Repeat("n", 250*1024)}},
+		"spec": atBound,
+	}}
+	require.NoError(t, env.Client.Create(ctx, big), "a Function at the inline bound is stored")
+
+	// Scaling through the scale subresource is bounded as spec.replicas.
+	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "at-bound"}, Spec: autoscalingv1.ScaleSpec{Replicas: 1001}}
+	err := env.Client.SubResource("scale").Update(ctx, big, client.WithSubResourceBody(scale))
+	require.Error(t, err, "scaling to 1001 replicas")
+	assert.Contains(t, err.Error(), "spec.replicas")
+	scale.Spec.Replicas = 1000
+	assert.NoError(t, env.Client.SubResource("scale").Update(ctx, big, client.WithSubResourceBody(scale)))
 
 	// The samples: the good one is accepted, the bad one rejected.
 	for file, wantErr := range map[string]string{"function-sample.yaml": "", "function-invalid.yaml": "spec.source: use exactly one"} {
