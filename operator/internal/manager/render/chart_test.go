@@ -210,6 +210,28 @@ func TestEveryRenderedKindIsWatched(t *testing.T) {
 	}
 }
 
+// The chart no longer renders webhooks, but an install by the previous chart
+// (tests/e2e/testdata/chart-previous, webhook on) may hold them: the manager
+// must still manage their kinds, or the upgrade's prune and the uninstall
+// would never see them.
+func TestPreviousChartWebhooksAreManagedKinds(t *testing.T) {
+	managed := map[string]bool{}
+	for _, k := range kinds.Managed() {
+		managed[k.GVK.GroupKind().String()] = true
+	}
+	chrt, err := render.LoadChart(os.DirFS(filepath.Join(repo.MustRoot(), "tests", "e2e", "testdata", "chart-previous")))
+	require.NoError(t, err)
+	v := variant{name: "previous", facts: values.Facts{Nodes: 3}, extra: map[string]any{"webhook": map[string]any{"enabled": true}}}
+	hooks := 0
+	for _, o := range v.render(t, render.New(chrt, nil)) {
+		assert.True(t, managed[o.GroupVersionKind().GroupKind().String()], "the previous chart renders %s, which the manager does not manage", o.GetKind())
+		if strings.HasSuffix(o.GetKind(), "WebhookConfiguration") {
+			hooks++
+		}
+	}
+	assert.Equal(t, 2, hooks, "the previous chart's webhook configurations")
+}
+
 // Kubernetes itself validates every rendered object (server-side dry run).
 func TestRenderedObjectsPassServerSideDryRun(t *testing.T) {
 	env := testenv.Start(t, "charts/serverless/crds")
