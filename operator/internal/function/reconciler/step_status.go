@@ -53,8 +53,11 @@ func (r *Reconciler) observeBuilds(p *pass) {
 type statusEvent struct{ kind, reason, action, message string }
 
 // statusEvents are the events a status change is worth: a Warning when a
-// condition becomes False (or fails for another reason), a Normal when the
-// Function starts running. Repeats of the same condition emit nothing.
+// condition becomes False (or fails for another reason), and a Normal when
+// a condition that was False becomes True again, closing that Warning.
+// Progress that goes as expected is in the status only: an event is a
+// write, and one per Function per build would be most of a quiet
+// Function's API traffic. Repeats of the same condition emit nothing.
 func statusEvents(old, cur *v1alpha2.FunctionStatus) []statusEvent {
 	var out []statusEvent
 	for _, c := range cur.Conditions {
@@ -65,7 +68,7 @@ func statusEvents(old, cur *v1alpha2.FunctionStatus) []statusEvent {
 		switch {
 		case c.Status == corev1.ConditionFalse:
 			out = append(out, statusEvent{corev1.EventTypeWarning, c.Reason, "Reconcile", c.Message})
-		case c.Type == v1alpha2.ConditionRunning && c.Status == corev1.ConditionTrue && (prev == nil || prev.Status != corev1.ConditionTrue):
+		case c.Status == corev1.ConditionTrue && prev != nil && prev.Status == corev1.ConditionFalse:
 			out = append(out, statusEvent{corev1.EventTypeNormal, c.Reason, "Reconcile", c.Message})
 		}
 	}
