@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
@@ -29,6 +30,10 @@ func TestUpgradeFromThePreviousChart(t *testing.T) {
 	e := startManager(t)
 	ctx := t.Context()
 	require.NoError(t, e.mgr.Stop())
+	// The previous manager held the permissions its chart grants.
+	previousRBAC, err := manifest.ReadFile(filepath.Join(e.cluster.Root(), "tests", "e2e", "testdata", "manager-previous-rbac.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, e.cluster.Apply(ctx, ns, previousRBAC...))
 	old := e.runManager("manager-"+t.Name()+"-previous",
 		[]string{"CHART_PATH=" + filepath.Join(e.cluster.Root(), "tests", "e2e", "testdata", "chart-previous")})
 	e.mgr = old
@@ -41,6 +46,9 @@ func TestUpgradeFromThePreviousChart(t *testing.T) {
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d))
 	uid := d.UID
 	require.NoError(t, old.Stop())
+	for _, o := range previousRBAC {
+		require.NoError(t, client.IgnoreNotFound(e.c.Delete(ctx, o)), "the current manager runs with today's RBAC only")
+	}
 
 	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	cr = e.waitFor("default", "the upgrade to be Ready", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {

@@ -1,25 +1,47 @@
 package reconciler
 
-// The manager applies every kind the chart renders, and Kubernetes only lets
-// it grant the Function controller permissions it holds itself (no
-// escalate/bind), so its role is the union of both sets; no wildcards.
+// Least privilege for the manager (config/rbac/role.yaml is generated from
+// these markers). Three parts:
 //
-// Objects the chart renders:
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings;roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts;configmaps;secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// Leader election of the manager (and of the Function controller's Role):
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// What the Function controller does, granted through its ClusterRole:
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=deletecollection
+//  1. Cluster-scoped objects of the chart: list/watch (the cache, by label)
+//     and create cannot be limited by name; get, patch (server-side apply)
+//     and delete are limited to the names the chart renders (and rendered
+//     before: the webhook's, for uninstalling older installs).
+//  2. Namespaced objects of the module: a Role in the module namespace
+//     (kyma-system; kustomize's namespace transformer moves it with the
+//     manager).
+//  3. Kubernetes lets the manager create the Function controller's
+//     ClusterRole only with every permission in it (no escalate/bind: with
+//     those it could grant anything to anyone), so it holds that ClusterRole's
+//     rules cluster-wide, verb for verb; a test checks the coverage.
+//
+// Cluster-scoped objects of the chart:
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list;watch;create
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch;delete,resourceNames=functions.serverless.kyma-project.io
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=list;watch;create
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;patch;delete,resourceNames=serverless-priority
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=list;watch;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;patch;delete,resourceNames=serverless;serverless-webhook
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;delete,resourceNames=validation.webhook.serverless.kyma-project.io;defaulting.webhook.serverless.kyma-project.io
+//
+// Namespaced objects of the module, in its namespace only:
+// +kubebuilder:rbac:groups="",namespace=kyma-system,resources=serviceaccounts;configmaps;secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,namespace=kyma-system,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,namespace=kyma-system,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kyma-system,resources=roles;rolebindings,verbs=get;list;watch;create;patch;delete
+// Leader election of the manager, and the Function controller's leader election Role:
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kyma-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=kyma-system,resources=events,verbs=create;patch
+//
+// The Function controller's ClusterRole (charts/serverless/files/function-controller-rbac),
+// which the manager also uses to delete the controller's copies in user
+// namespaces on uninstall and to find a free NodePort:
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;serviceaccounts;services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=deletecollection
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/status,verbs=patch

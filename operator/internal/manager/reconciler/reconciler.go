@@ -143,12 +143,12 @@ func New(c client.Client, api client.Reader, live Live, renderer Renderer, appli
 		metrics: metrics, opts: opts, refusedPorts: map[int32]time.Time{}}
 }
 
-// +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses/finalizers,verbs=update
+// Serverless CRs of every namespace (those outside the module namespace
+// get a Warning and lose the finalizer), their events, and node metadata:
+// +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 
 // Reconcile runs the steps for one Serverless CR.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

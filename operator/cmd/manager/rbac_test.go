@@ -1,0 +1,196 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/kyma-project/serverless-manager/charts"
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/render"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
+	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+)
+
+const moduleNamespace = "kyma-system"
+
+// managerRBAC reads the generated config/rbac/role.yaml.
+func managerRBAC(t *testing.T) (*rbacv1.ClusterRole, *rbacv1.Role) {
+	t.Helper()
+	objs, err := manifest.ReadFile(filepath.Join(repo.MustRoot(), "config", "rbac", "role.yaml"))
+	require.NoError(t, err)
+	var cr *rbacv1.ClusterRole
+	var role *rbacv1.Role
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRole":
+			cr = &rbacv1.ClusterRole{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cr))
+		case "Role":
+			role = &rbacv1.Role{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role))
+		}
+	}
+	require.NotNil(t, cr, "a ClusterRole")
+	require.NotNil(t, role, "a Role for the module namespace")
+	return cr, role
+}
+
+// rendered is every object the manager renders for the specs it is given
+// most: defaults, the internal registry, NetworkPolicies.
+func rendered(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	chrt, err := render.LoadChart(charts.Serverless())
+	require.NoError(t, err)
+	r := render.New(chrt, nil)
+	specs := []v1alpha1.ServerlessSpec{
+		{},
+		{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}, EnableNetworkPolicies: true},
+	}
+	var out []*unstructured.Unstructured
+	for _, spec := range specs {
+		built, err := values.Build(spec, values.Facts{Namespace: moduleNamespace, Nodes: 3, NodePort: 32137,
+			NewSecret: func(n int) string { return strings.Repeat("x", n) }})
+		require.NoError(t, err)
+		vals, err := built.Values.Map()
+		require.NoError(t, err)
+		objs, err := r.Render(moduleNamespace, vals)
+		require.NoError(t, err)
+		out = append(out, objs...)
+	}
+	return out
+}
+
+// allows tells whether one of rules grants verb on group/resource, for the
+// object name (empty: any name, e.g. list or create).
+func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
+			(len(r.ResourceNames) == 0 || (name != "" && slices.Contains(r.ResourceNames, name))) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestManagerRBACIsNamespacedWherePossible(t *testing.T) {
+	cr, role := managerRBAC(t)
+	assert.Equal(t, moduleNamespace, role.Namespace)
+	tests := []struct {
+		group, resource string
+		verbs           []string
+	}{
+		{"coordination.k8s.io", "leases", []string{"get", "create", "update"}},
+		{"", "persistentvolumeclaims", []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{"networking.k8s.io", "networkpolicies", []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{"rbac.authorization.k8s.io", "roles", []string{"get", "list", "watch", "create", "patch", "delete"}},
+		{"rbac.authorization.k8s.io", "rolebindings", []string{"get", "list", "watch", "create", "patch", "delete"}},
+		// Server-side apply of the module's objects: patch in the namespace only.
+		{"", "secrets", []string{"patch"}},
+		{"", "configmaps", []string{"patch"}},
+		{"", "services", []string{"patch"}},
+		{"", "serviceaccounts", []string{"patch"}},
+		{"apps", "deployments", []string{"patch"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.resource, func(t *testing.T) {
+			for _, verb := range tt.verbs {
+				assert.False(t, allows(cr.Rules, tt.group, tt.resource, verb, "x"), "%s %s cluster-wide", verb, tt.resource)
+				assert.True(t, allows(role.Rules, tt.group, tt.resource, verb, "x"), "%s %s in the module namespace", verb, tt.resource)
+			}
+		})
+	}
+}
+
+// Cluster-scoped objects are read, changed and deleted by name: the chart's.
+func TestClusterScopedRulesNameTheChartsObjects(t *testing.T) {
+	cr, _ := managerRBAC(t)
+	clusterScoped := map[string]bool{}
+	for _, k := range kinds.Managed() {
+		if !k.Namespaced {
+			plural, _ := meta.UnsafeGuessKindToResource(k.GVK)
+			clusterScoped[k.GVK.Group+"/"+plural.Resource] = true
+		}
+	}
+	for _, r := range cr.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if !clusterScoped[g+"/"+res] {
+					continue
+				}
+				for _, v := range r.Verbs {
+					if v != "list" && v != "watch" && v != "create" {
+						assert.NotEmpty(t, r.ResourceNames, "%s on %s without resourceNames", v, res)
+					}
+				}
+			}
+		}
+	}
+	seen := 0
+	for _, o := range rendered(t) {
+		gvk := o.GroupVersionKind()
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		if !clusterScoped[gvk.Group+"/"+plural.Resource] {
+			continue
+		}
+		seen++
+		for _, verb := range []string{"get", "patch", "delete", "create", "list", "watch"} {
+			assert.True(t, allows(cr.Rules, gvk.Group, plural.Resource, verb, o.GetName()), "%s %s %s", verb, gvk.Kind, o.GetName())
+		}
+	}
+	assert.Positive(t, seen)
+}
+
+// Kubernetes lets the manager create a ClusterRole or Role only with the
+// permissions in it (no escalate): the manager holds each rule the chart
+// grants, cluster-wide for ClusterRoles, in the module namespace for Roles.
+func TestManagerHoldsWhatTheChartGrants(t *testing.T) {
+	cr, role := managerRBAC(t)
+	grants := 0
+	for _, o := range rendered(t) {
+		var rules []rbacv1.PolicyRule
+		holder := cr.Rules
+		switch o.GetKind() {
+		case "ClusterRole":
+			c := &rbacv1.ClusterRole{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c))
+			rules = c.Rules
+		case "Role":
+			r := &rbacv1.Role{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, r))
+			require.Equal(t, moduleNamespace, r.Namespace)
+			rules = r.Rules
+			holder = append(slices.Clone(cr.Rules), role.Rules...)
+		default:
+			continue
+		}
+		for _, r := range rules {
+			names := r.ResourceNames
+			if len(names) == 0 {
+				names = []string{""}
+			}
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						for _, n := range names {
+							grants++
+							assert.True(t, allows(holder, g, res, v, n), "%s %s grants %s on %s/%s: the manager must hold it", o.GetKind(), o.GetName(), v, g, res)
+						}
+					}
+				}
+			}
+		}
+	}
+	assert.Positive(t, grants)
+}
