@@ -145,10 +145,20 @@ func (r Resolver) list(ctx context.Context, url string, auth *Auth) (map[string]
 	return out, nil
 }
 
-// prepare checks url and returns the auth method for it.
+// prepare checks url and returns the auth method for it. Only network
+// transports are allowed: a file URL or a local path would read the
+// controller's (or the build Pod's) own file system, and git:// has no
+// authentication. The CRD rejects them too, but a Function stored before
+// that rule keeps its URL through updates that leave it unchanged.
 func prepare(url string, auth *Auth) (transport.AuthMethod, error) {
-	if _, err := transport.NewEndpoint(url); err != nil {
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
 		return nil, invalid("repository URL %q: %w", url, err)
+	}
+	switch ep.Protocol {
+	case "http", "https", "ssh":
+	default:
+		return nil, invalid("repository URL %q: protocol %q is not allowed (use https, http or ssh)", url, ep.Protocol)
 	}
 	return auth.method(url)
 }

@@ -106,6 +106,9 @@ func TestResolveErrors(t *testing.T) {
 		{"unknown auth type", f.repo.URL, "main", &git.Auth{Type: "token"}, git.ErrInvalid, `"token"`},
 		{"bad SSH key", "ssh://git@" + closed + "/fns.git", "main", &git.Auth{Type: git.AuthKey, Key: "not a key"}, git.ErrInvalid, "SSH key"},
 		{"empty reference", f.repo.URL, " ", good, git.ErrInvalid, "no reference"},
+		{"file URL", "file:///etc", "main", nil, git.ErrInvalid, `protocol "file" is not allowed`},
+		{"local path", "/etc", "main", nil, git.ErrInvalid, `protocol "file" is not allowed`},
+		{"git protocol", "git://" + closed + "/fns.git", "main", nil, git.ErrInvalid, `protocol "git" is not allowed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
