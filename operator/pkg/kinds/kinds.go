@@ -42,18 +42,18 @@ func Managed() []Kind {
 		{GVK: gvk("rbac.authorization.k8s.io", "v1", "RoleBinding"), Namespaced: true},
 		{GVK: gvk("", "v1", "ConfigMap"), Namespaced: true},
 		{GVK: gvk("networking.k8s.io", "v1", "NetworkPolicy"), Namespaced: true},
-		// Secrets as metadata only: the namespace may hold many, and the two
-		// whose data the manager reads are read from the API server.
+		// Secrets and Services as metadata only: the namespace may hold many,
+		// and the few whose content the manager reads are read from the API
+		// server.
 		{GVK: gvk("", "v1", "Secret"), Namespaced: true, AllInNamespace: true},
-		{GVK: gvk("", "v1", "Service"), Namespaced: true, Full: true, AllInNamespace: true},
+		{GVK: gvk("", "v1", "Service"), Namespaced: true, AllInNamespace: true},
 		{GVK: gvk("", "v1", "PersistentVolumeClaim"), Namespaced: true, Full: true},
 		{GVK: gvk("apps", "v1", "Deployment"), Namespaced: true, Full: true},
 	}
 }
 
 // HasStatus tells whether the readiness of a kind shows in its status: the
-// kinds cached in full, apart from Services, which are cached in full for
-// their spec (the registry's NodePort).
+// kinds cached in full.
 func HasStatus(gvk schema.GroupVersionKind) bool {
 	for _, k := range Managed() {
 		if k.GVK == gvk {

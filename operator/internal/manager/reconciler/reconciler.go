@@ -112,8 +112,8 @@ type Reconciler struct {
 	// refused a port outside it; it wins over Options.NodePortRange.
 	learnedRange *values.NodePortRange
 
-	// secrets memoizes the data of the Secrets the configuration reads.
-	secrets secretMemo
+	// reads memoizes what the configuration reads from Secrets and Services.
+	reads readMemo
 
 	// functionsWatch watches Function deletions while an uninstall waits
 	// for them; set up by SetupWithManager, nil (a no-op) without it.

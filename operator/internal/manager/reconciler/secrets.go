@@ -9,80 +9,117 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// secretMemo keeps the data of the few Secrets the configuration reads (the
-// registry configuration and the user's external registry Secret), keyed
-// by namespace/name, with the resourceVersion it was read at. The cache
-// holds Secrets as metadata only, so memory does not grow with the Secrets
-// of the namespace, and an unchanged Secret costs no request.
-type secretMemo struct {
+// readMemo keeps what the configuration takes from the few objects whose
+// content it reads (the registry configuration Secret, the user's registry
+// Secret, the registry Service's NodePort), keyed by kind and
+// namespace/name, with the resourceVersion it was read at. The cache holds
+// Secrets and Services as metadata only, so memory does not grow with the
+// objects of the namespace, and an unchanged object costs no request.
+type readMemo struct {
 	mu      sync.Mutex
-	entries map[types.NamespacedName]memoSecret
+	entries map[memoKey]memoEntry
 }
 
-type memoSecret struct {
+type memoKey struct {
+	kind string
+	key  types.NamespacedName
+}
+
+type memoEntry struct {
 	resourceVersion string
-	data            map[string][]byte
+	value           any
 }
 
-func (m *secretMemo) lookup(key types.NamespacedName, rv string) (map[string][]byte, bool) {
+func (m *readMemo) lookup(k memoKey, rv string) (any, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.entries[key]
+	e, ok := m.entries[k]
 	if !ok || e.resourceVersion != rv {
 		return nil, false
 	}
-	return e.data, true
+	return e.value, true
 }
 
-func (m *secretMemo) store(key types.NamespacedName, rv string, data map[string][]byte) {
+func (m *readMemo) store(k memoKey, rv string, v any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.entries == nil {
-		m.entries = map[types.NamespacedName]memoSecret{}
+		m.entries = map[memoKey]memoEntry{}
 	}
-	m.entries[key] = memoSecret{resourceVersion: rv, data: data}
+	m.entries[k] = memoEntry{resourceVersion: rv, value: v}
 }
 
-func (m *secretMemo) drop(key types.NamespacedName) {
+func (m *readMemo) drop(k memoKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.entries, key)
+	delete(m.entries, k)
 }
 
-// secretData returns a Secret's data (never nil when found). The cache's
-// metadata says whether the Secret exists and at which version; the data is
-// read from the API server when the memo does not hold that version. A
-// Secret missing from the cache is looked up on the API server before it
-// is called missing: right after start, or when a watch lags, the cache
-// may not have it yet, and for the internal registry "missing" means new
-// credentials, i.e. every pushed image unreadable with the old ones.
-func (r *Reconciler) secretData(ctx context.Context, key types.NamespacedName) (map[string][]byte, bool, error) {
+// readThrough returns what extract takes from the object key of kind
+// (core/v1). The cache's metadata says whether it exists and at which
+// version; the object is read from the API server when the memo does not
+// hold that version. An object missing from the cache is looked up on the
+// API server before it is called missing: right after start, or when a
+// watch lags, the cache may not have it yet, and for the internal registry
+// "missing" means new credentials (every pushed image unreadable with the
+// old ones) or another NodePort.
+func (r *Reconciler) readThrough(ctx context.Context, kind string, key types.NamespacedName, into client.Object, extract func(client.Object) any) (any, bool, error) {
+	k := memoKey{kind: kind, key: key}
 	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
 	cached, err := r.get(ctx, key, meta)
 	if err != nil {
 		return nil, false, err
 	}
 	if cached {
-		if data, ok := r.secrets.lookup(key, meta.ResourceVersion); ok {
-			return data, true, nil
+		if v, ok := r.reads.lookup(k, meta.ResourceVersion); ok {
+			return v, true, nil
 		}
 	}
-	secret := &corev1.Secret{}
-	err = r.api.Get(ctx, key, secret)
+	err = r.api.Get(ctx, key, into)
 	if apierrors.IsNotFound(err) {
-		r.secrets.drop(key)
+		r.reads.drop(k)
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("reading Secret %s: %w", key, err)
+		return nil, false, fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
-	data := secret.Data
-	if data == nil {
-		data = map[string][]byte{}
+	v := extract(into)
+	r.reads.store(k, into.GetResourceVersion(), v)
+	return v, true, nil
+}
+
+// secretData returns a Secret's data (never nil when found).
+func (r *Reconciler) secretData(ctx context.Context, key types.NamespacedName) (map[string][]byte, bool, error) {
+	v, found, err := r.readThrough(ctx, "Secret", key, &corev1.Secret{}, func(o client.Object) any {
+		data := o.(*corev1.Secret).Data
+		if data == nil {
+			data = map[string][]byte{}
+		}
+		return data
+	})
+	if !found || err != nil {
+		return nil, found, err
 	}
-	r.secrets.store(key, secret.ResourceVersion, data)
-	return data, true, nil
+	return v.(map[string][]byte), true, nil
+}
+
+// serviceNodePort returns the NodePort of a Service (0 when it has none).
+func (r *Reconciler) serviceNodePort(ctx context.Context, key types.NamespacedName) (int32, bool, error) {
+	v, found, err := r.readThrough(ctx, "Service", key, &corev1.Service{}, func(o client.Object) any {
+		var port int32
+		for _, p := range o.(*corev1.Service).Spec.Ports {
+			if p.NodePort != 0 {
+				port = p.NodePort
+			}
+		}
+		return port
+	})
+	if !found || err != nil {
+		return 0, found, err
+	}
+	return v.(int32), true, nil
 }

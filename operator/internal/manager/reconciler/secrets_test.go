@@ -54,20 +54,21 @@ func TestInternalRegistryCredentials(t *testing.T) {
 		{
 			name:      "missing from the lagging cache, present in the API server: kept",
 			cache:     []client.Object{registrySvc},
-			api:       []client.Object{registrySecret("user", "old-password")},
+			api:       []client.Object{registrySvc, registrySecret("user", "old-password")},
 			wantCreds: ptr.To("old-password"),
 			wantGets:  2,
 		},
 		{
 			name:      "in the cache: the data is read once and remembered while its version holds",
 			cache:     []client.Object{registrySvc, registrySecret("user", "old-password")},
-			api:       []client.Object{registrySecret("user", "old-password")},
+			api:       []client.Object{registrySvc, registrySecret("user", "old-password")},
 			wantCreds: ptr.To("old-password"),
 			wantGets:  1,
 		},
 		{
 			name:     "gone from both: new credentials",
 			cache:    []client.Object{registrySvc},
+			api:      []client.Object{registrySvc},
 			wantGets: 2,
 		},
 	}
@@ -121,4 +122,57 @@ func TestSecretDataFollowsANewVersion(t *testing.T) {
 	require.True(t, found)
 	assert.Equal(t, "two", string(data["password"]))
 	assert.Equal(t, 1, gets)
+}
+
+// The registry's NodePort comes from its Service, read from the API server
+// once per resourceVersion; a Service the cache has not seen yet is found
+// there too, so no other port is picked for a running registry.
+func TestRegistryNodePort(t *testing.T) {
+	scheme, err := watch.NewScheme()
+	require.NoError(t, err)
+	internal := &v1alpha1.Serverless{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: "default"},
+		Spec:       v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}},
+	}
+	svc := func() *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: module.RegistryServiceName},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{NodePort: 31555}}}}
+	}
+	tests := []struct {
+		name       string
+		cache, api []client.Object
+		wantPort   int32
+		wantGets   int // Services read one by one over two facts() calls
+		wantLists  int
+	}{
+		{"cached: read once", []client.Object{svc()}, []client.Object{svc()}, 31555, 1, 0},
+		{"not cached yet: found on the API server", nil, []client.Object{svc()}, 31555, 2, 0},
+		{"nowhere: a free port is searched", nil, nil, 32137, 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gets, lists := 0, 0
+			cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.cache...).Build()
+			api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.api...).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.Service); ok {
+						gets++
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					lists++
+					return c.List(ctx, list, opts...)
+				},
+			}).Build()
+			r := New(cache, api, fakeLive{}, nil, nil, &countEvents{}, nil, Options{Namespace: "kyma-system"})
+			for range 2 {
+				f, err := r.facts(t.Context(), internal)
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantPort, f.NodePort)
+			}
+			assert.Equal(t, tt.wantGets, gets)
+			assert.Equal(t, tt.wantLists, lists)
+		})
+	}
 }

@@ -58,8 +58,9 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 }
 
 // facts gathers what the values depend on besides the spec, from the cache
-// (Secret data from the API server, see secretData); only the first install of the internal registry lists Services cluster-wide
-// to find a free NodePort.
+// (Secret data and the registry's NodePort from the API server, see
+// readThrough); only the first install of the internal registry lists
+// Services cluster-wide to find a free NodePort.
 func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values.Facts, error) {
 	ns := cr.Namespace
 	f := values.Facts{Namespace: ns, ImageOverrides: r.opts.ImageOverrides, NewSecret: r.opts.NewSecret}
@@ -67,7 +68,8 @@ func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values
 	if f.Nodes, err = r.live.NodeCount(ctx); err != nil {
 		return f, err
 	}
-	tracing := &corev1.Service{}
+	tracing := &metav1.PartialObjectMetadata{}
+	tracing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
 	found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: values.TracingServiceName}, tracing)
 	if err != nil {
 		return f, err
@@ -104,17 +106,8 @@ func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values
 	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; found && ok {
 		f.PVCSize = q.String()
 	}
-	svc := &corev1.Service{}
-	found, err = r.get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}, svc)
-	if err != nil {
+	if f.NodePort, _, err = r.serviceNodePort(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}); err != nil {
 		return f, err
-	}
-	if found {
-		for _, p := range svc.Spec.Ports {
-			if p.NodePort != 0 {
-				f.NodePort = p.NodePort
-			}
-		}
 	}
 	if f.NodePort == 0 {
 		if f.NodePort, err = r.freeNodePort(ctx); err != nil {

@@ -12,8 +12,8 @@ import (
 )
 
 // What the cache holds of each kind: a namespace with thousands of user
-// Secrets must not grow the manager's memory by their data.
-func TestCacheOptionsHoldSecretsAsMetadataOnly(t *testing.T) {
+// Secrets or Services must not grow the manager's memory by their content.
+func TestCacheOptionsHoldSecretsAndServicesAsMetadataOnly(t *testing.T) {
 	s, err := NewScheme()
 	require.NoError(t, err)
 	opts, err := CacheOptions(s, "kyma-system")
@@ -35,7 +35,7 @@ func TestCacheOptionsHoldSecretsAsMetadataOnly(t *testing.T) {
 	}{
 		{corev1.SchemeGroupVersion.WithKind("Secret"), true},
 		{corev1.SchemeGroupVersion.WithKind("ConfigMap"), true},
-		{corev1.SchemeGroupVersion.WithKind("Service"), false},
+		{corev1.SchemeGroupVersion.WithKind("Service"), true},
 		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, false},
 	}
 	for _, tt := range tests {
