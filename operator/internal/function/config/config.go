@@ -105,10 +105,13 @@ const (
 	DefaultFunctionReadyRequeueDuration   = 5 * time.Minute
 	DefaultGitFetchRequeueDuration        = 30 * time.Second
 	DefaultMaxSimultaneousJobs            = 5
-	// The images are the chart's (1.8.4), not the code's: the code's kaniko
-	// v1.9.2 and the 2023 build-init predate the chart the controller ships with.
-	DefaultExecutorImage    = "europe-docker.pkg.dev/kyma-project/prod/external/gcr.io/kaniko-project/executor:v1.24.0"
-	DefaultRepoFetcherImage = "europe-docker.pkg.dev/kyma-project/prod/function-build-init:1.8.4"
+	// The executor image is the chart's, not 1.8.4's code default (kaniko
+	// v1.9.2 predates the chart the controller ships with).
+	DefaultExecutorImage = "europe-docker.pkg.dev/kyma-project/prod/external/gcr.io/kaniko-project/executor:v1.24.0"
+	// DefaultRepoFetcherImage is none: the Git fetcher is this controller's
+	// own image (its fetch subcommand), which only the chart knows; without
+	// it Git Functions say so in their condition, inline ones work.
+	DefaultRepoFetcherImage = ""
 )
 
 // DefaultExecutorArgs are kaniko's arguments when APP_FUNCTION_BUILD_EXECUTOR_ARGS is absent.

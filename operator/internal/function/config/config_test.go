@@ -44,7 +44,7 @@ func defaults() config.Config {
 			ExecutorArgs: []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
 				"--cache=true", "--use-new-run", "--compressed-caching=false"},
 			ExecutorImage:       "europe-docker.pkg.dev/kyma-project/prod/external/gcr.io/kaniko-project/executor:v1.24.0",
-			RepoFetcherImage:    "europe-docker.pkg.dev/kyma-project/prod/function-build-init:1.8.4",
+			RepoFetcherImage:    "",
 			MaxSimultaneousJobs: 5,
 		},
 	}

@@ -31,6 +31,7 @@ func testConfig(t testing.TB) config.Config {
 	cfg, err := config.Load(func(string) (string, bool) { return "", false })
 	require.NoError(t, err)
 	cfg.Build.MaxSimultaneousJobs = 2
+	cfg.Build.RepoFetcherImage = "example.org/function-controller:test" // the chart sets it
 	return cfg
 }
 

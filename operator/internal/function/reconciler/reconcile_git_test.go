@@ -331,3 +331,15 @@ func TestSwitchingFromGitToInlineClearsTheGitStatus(t *testing.T) {
 	assert.Equal(t, v1alpha2.Repository{}, got.Status.Repository)
 	assertCondition(t, got, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
 }
+
+// Without the fetcher image (the chart always sets it) a Git Function says
+// which setting is missing instead of creating a Job that cannot start.
+func TestGitFunctionWithoutFetcherImageSaysSo(t *testing.T) {
+	g := newGitFixture(t, "feature/x", "s3cret")
+	g.r.cfg.Build.RepoFetcherImage = ""
+	g.reconcile(t, "hello")
+	c := assertCondition(t, g.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
+	assert.Contains(t, c.Message, "APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE")
+	assert.Empty(t, g.jobs(t))
+	assert.Zero(t, g.resolver.take(), "no remote call")
+}

@@ -188,7 +188,7 @@ func TestBuildJobGit(t *testing.T) {
 			require.Len(t, pod.InitContainers, 1)
 			init := pod.InitContainers[0]
 			assert.Equal(t, "repo-fetcher", init.Name)
-			assert.Equal(t, "europe-docker.pkg.dev/kyma-project/prod/function-build-init:1.8.4", init.Image)
+			assert.Equal(t, "europe-docker.pkg.dev/kyma-project/prod/serverless-function-controller:0.1.0", init.Image)
 			assert.Equal(t, corev1.PullIfNotPresent, init.ImagePullPolicy)
 			assert.Equal(t, []string{"/function-controller", "fetch"}, init.Command)
 			assert.Empty(t, init.Args)
