@@ -173,7 +173,7 @@ func (k Kinds) Check(ref inventory.Ref, namespace string) error {
 	namespaced, ok := k[ref.GroupKind]
 	switch {
 	case !ok:
-		return fmt.Errorf("%s is not a kind the Serverless chart renders", ref.GroupKind)
+		return fmt.Errorf("%s %s/%s: %s is not a kind the Serverless chart renders", ref.GroupKind.Kind, ref.Namespace, ref.Name, ref.GroupKind)
 	case namespaced && ref.Namespace != namespace:
 		return fmt.Errorf("%s %s/%s is outside the module namespace %s", ref.GroupKind.Kind, ref.Namespace, ref.Name, namespace)
 	case !namespaced && ref.Namespace != "":
