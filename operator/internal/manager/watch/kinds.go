@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,7 +65,10 @@ func CacheOptions(s *runtime.Scheme, namespace string) (cache.Options, error) {
 		}
 		switch {
 		case k.AllInNamespace:
-			byObject[obj] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {LabelSelector: labels.Everything()}}}
+			byObject[obj] = cache.ByObject{
+				Namespaces: map[string]cache.Config{namespace: {LabelSelector: labels.Everything()}},
+				Transform:  TrimForeign(selector),
+			}
 		case k.Namespaced:
 			byObject[obj] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {LabelSelector: selector}}}
 		default:
@@ -77,6 +81,33 @@ func CacheOptions(s *runtime.Scheme, namespace string) (cache.Options, error) {
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 	}, nil
+}
+
+// TrimForeign keeps, of an object that is not the module's, only what the
+// manager uses: its identity and version (it exists; has it changed). Its
+// labels and annotations go: a Secret applied with kubectl carries its whole
+// data in the last-applied annotation, and a namespace full of such objects
+// must not grow the manager's memory. The module's own objects are kept
+// whole (drift detection reads their labels and annotations); managedFields
+// go for all.
+func TrimForeign(selector labels.Selector) toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(in any) (any, error) {
+		out, err := strip(in)
+		if err != nil {
+			return out, err
+		}
+		m, ok := out.(metav1.Object)
+		if !ok || selector.Matches(labels.Set(m.GetLabels())) {
+			return out, nil
+		}
+		m.SetLabels(nil)
+		m.SetAnnotations(nil)
+		m.SetOwnerReferences(nil)
+		m.SetFinalizers(nil)
+		m.SetGenerateName("")
+		return out, nil
+	}
 }
 
 func nodeMeta() *metav1.PartialObjectMetadata {

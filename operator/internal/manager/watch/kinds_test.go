@@ -7,8 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // What the cache holds of each kind: a namespace with thousands of user
@@ -49,6 +52,11 @@ func TestCacheOptionsHoldSecretsAndServicesAsMetadataOnly(t *testing.T) {
 	secret := byGVK[corev1.SchemeGroupVersion.WithKind("Secret")]
 	ns := opts.ByObject[secret].Namespaces
 	assert.Equal(t, []string{"kyma-system"}, keys(ns), "only the module namespace's Secrets")
+}
+
+func moduleSelector(t *testing.T) labels.Selector {
+	t.Helper()
+	return module.Selector()
 }
 
 func keys[V any](m map[string]V) []string {
