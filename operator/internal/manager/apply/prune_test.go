@@ -24,8 +24,8 @@ type fakeAPI struct {
 	// forbidden keys the manager may not read.
 	forbidden map[string]bool
 	objs      map[string]metav1.Object
-	crds  map[string]*apiextensionsv1.CustomResourceDefinition
-	lists map[string][]metav1.PartialObjectMetadata
+	crds      map[string]*apiextensionsv1.CustomResourceDefinition
+	lists     map[string][]metav1.PartialObjectMetadata
 }
 
 func (f fakeAPI) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
