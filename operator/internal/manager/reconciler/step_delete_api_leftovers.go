@@ -3,10 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
@@ -33,15 +29,7 @@ func (r *Reconciler) stepDeleteAPILeftovers(ctx context.Context, s *state) bool 
 			left = append(left, l)
 		}
 	}
-	if len(left) == 0 {
-		return true
-	}
-	names, err := r.removeFirstTier(ctx, left)
-	if err != nil {
-		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
-	}
-	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
-		fmt.Sprintf("removing %d objects the API server still holds: %s", len(left), strings.Join(names, ", ")))
-	s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
-	return false
+	return r.removeLeftovers(ctx, s, left, func(n int, names string) string {
+		return fmt.Sprintf("removing %d objects the API server still holds: %s", n, names)
+	})
 }

@@ -3,13 +3,11 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -25,17 +23,9 @@ func (r *Reconciler) stepDeleteInventory(ctx context.Context, s *state) bool {
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
 	}
-	if len(left) == 0 {
-		return true
-	}
-	names, err := r.removeFirstTier(ctx, left)
-	if err != nil {
-		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
-	}
-	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
-		fmt.Sprintf("%d objects left; removing %s", len(left), strings.Join(names, ", ")))
-	s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
-	return false
+	return r.removeLeftovers(ctx, s, left, func(n int, names string) string {
+		return fmt.Sprintf("%d objects left; removing %s", n, names)
+	})
 }
 
 // remaining is everything of the module that still exists: the valid

@@ -8,8 +8,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
@@ -46,6 +48,23 @@ func leftoverOf(gvk schema.GroupVersionKind, live metav1.Object) (leftover, bool
 	}
 	ref := inventory.Ref{GroupKind: gvk.GroupKind(), Namespace: live.GetNamespace(), Name: live.GetName()}
 	return leftover{ref: ref, gvk: gvk, live: live}, true
+}
+
+// removeLeftovers ends an uninstall step: with nothing left it lets the
+// next step run; otherwise it removes the first tier of left, says so in
+// the Deleted condition (describe words the count and the names) and
+// checks again after DeletionRecheck.
+func (r *Reconciler) removeLeftovers(ctx context.Context, s *state, left []leftover, describe func(n int, names string) string) bool {
+	if len(left) == 0 {
+		return true
+	}
+	names, err := r.removeFirstTier(ctx, left)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
+	}
+	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonDeleting, describe(len(left), strings.Join(names, ", ")))
+	s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
+	return false
 }
 
 // removeFirstTier deletes the leftovers (not empty) of the tier that goes
