@@ -7,6 +7,7 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -213,7 +215,37 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *state) error {
 		return err
 	}
 	r.emitEvents(s)
+	r.awaitStatus(ctx, s.cr)
 	return nil
+}
+
+// statusWait bounds how long a status write waits for the cache to show it.
+const statusWait = 2 * time.Second
+
+// awaitStatus returns once the cache shows the status just written to cr
+// (or after statusWait). The next reconcile of the CR then starts from it:
+// one that read the copy from before the write would take the same
+// decision again and write it, with its event, a second time.
+func (r *Reconciler) awaitStatus(ctx context.Context, cr *v1alpha1.Serverless) {
+	want := statusMark(&cr.Status)
+	cached := &v1alpha1.Serverless{}
+	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, statusWait, true, func(ctx context.Context) (bool, error) {
+		if err := r.client.Get(ctx, client.ObjectKeyFromObject(cr), cached); err != nil {
+			return apierrors.IsNotFound(err), nil
+		}
+		return statusMark(&cached.Status) == want, nil
+	})
+}
+
+// statusMark identifies a written status without what the API server
+// stores differently (condition times lose their sub-second part).
+func statusMark(st *v1alpha1.ServerlessStatus) string {
+	c := st.DeepCopy()
+	for i := range c.Conditions {
+		c.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	data, _ := json.Marshal(c) // a struct of plain fields: cannot fail
+	return string(data)
 }
 
 // emitEvents reports each changed value and a state transition. A
