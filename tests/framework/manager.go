@@ -17,12 +17,10 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
-// The manager runs in this namespace under this ServiceAccount; the audit
-// policy of hack/cluster.sh records exactly its requests.
-const (
-	ManagerNamespace      = module.DefaultNamespace
-	ManagerServiceAccount = "serverless-manager"
-)
+// ManagerNamespace is where the module's binaries run under their
+// ServiceAccounts (module.Identity); the audit policy of hack/cluster.sh
+// records exactly their requests.
+const ManagerNamespace = module.DefaultNamespace
 
 // InstallManagerPrerequisites applies what the manager needs before it
 // starts, straight from config/: the Serverless CRD and the RBAC (ClusterRole,
