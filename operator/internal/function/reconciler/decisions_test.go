@@ -231,30 +231,6 @@ func TestJobFailure(t *testing.T) {
 	assert.Equal(t, "no reason given", jobFailure(&batchv1.JobCondition{}))
 }
 
-func TestAdoptableTakesA184DeploymentAsCarryingTheRecord(t *testing.T) {
-	const rec = resources.AnnotationPodAnnotationKeys
-	dep := func(ann map[string]string) *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: ann}}
-	}
-	tests := []struct {
-		name          string
-		live, desired *appsv1.Deployment
-		want          map[string]string
-	}{
-		{"ours: record kept as is", dep(map[string]string{rec: "a"}), dep(map[string]string{rec: "a,b"}), map[string]string{rec: "a"}},
-		{"1.8.4's: current record assumed", dep(map[string]string{"other": "x"}), dep(map[string]string{rec: "a"}), map[string]string{"other": "x", rec: "a"}},
-		{"1.8.4's without annotations", dep(nil), dep(map[string]string{rec: ""}), map[string]string{rec: ""}},
-		{"no record wanted", dep(nil), dep(nil), nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := tt.live.DeepCopy()
-			assert.Equal(t, tt.want, adoptable(tt.live, tt.desired).Annotations)
-			assert.Equal(t, before, tt.live, "live is not modified")
-		})
-	}
-}
-
 func TestFirstRolloutWait(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	ready := []appsv1.DeploymentCondition{

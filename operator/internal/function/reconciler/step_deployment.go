@@ -54,7 +54,7 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 		return nil
 	}
 	p.deployment = keep
-	updated, changed := resources.UpdateDeployment(adoptable(keep, desired), desired)
+	updated, changed := resources.UpdateDeployment(keep, desired)
 	if !changed {
 		return nil
 	}
@@ -68,28 +68,6 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 	}
 	p.deployment = updated
 	return nil
-}
-
-// adoptable returns live as UpdateDeployment should see it. A Deployment
-// made by 1.8.4 lacks the record of the spec.annotations keys this
-// controller set (resources.AnnotationPodAnnotationKeys); it is taken as
-// carrying the current record, so that adopting it writes nothing — a
-// metadata-only update would still bump the Deployment's generation. The
-// record is written with the next real change.
-func adoptable(live, desired *appsv1.Deployment) *appsv1.Deployment {
-	if _, ok := live.Annotations[resources.AnnotationPodAnnotationKeys]; ok {
-		return live
-	}
-	want, ok := desired.Annotations[resources.AnnotationPodAnnotationKeys]
-	if !ok {
-		return live
-	}
-	out := live.DeepCopy()
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
-	}
-	out.Annotations[resources.AnnotationPodAnnotationKeys] = want
-	return out
 }
 
 // deploymentFailed turns a rejected Deployment into Running False

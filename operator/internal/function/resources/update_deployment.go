@@ -13,7 +13,8 @@ import (
 // UpdateDeployment returns live with desired applied when something this
 // controller owns differs, else (nil, false).
 //
-//   - metadata labels (exact) and the AnnotationPodAnnotationKeys record;
+//   - metadata labels (exact) and the AnnotationPodAnnotationKeys record
+//     (a missing record alone is no change: adopted 1.8.4 Deployments);
 //   - replicas and revisionHistoryLimit — changed alone they leave the Pod
 //     template untouched, so scaling never rolls the Pods;
 //   - the Pod template: labels (exact), annotations (exact, after merging),
@@ -36,13 +37,19 @@ func UpdateDeployment(live, desired *appsv1.Deployment) (*appsv1.Deployment, boo
 		out.Labels = cloneMap(desired.Labels)
 		changed = true
 	}
-	want := desired.Annotations[AnnotationPodAnnotationKeys]
-	if got, ok := live.Annotations[AnnotationPodAnnotationKeys]; !ok || got != want {
-		if out.Annotations == nil {
-			out.Annotations = map[string]string{}
+	// The record of the spec.annotations keys: a Deployment made by 1.8.4
+	// has none; it gets one with the next real change, not on its own, as a
+	// metadata-only update would still bump the Deployment's generation and
+	// adopting it is to write nothing.
+	if want, wanted := desired.Annotations[AnnotationPodAnnotationKeys]; wanted {
+		got, ok := live.Annotations[AnnotationPodAnnotationKeys]
+		if got != want {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[AnnotationPodAnnotationKeys] = want
+			changed = changed || ok
 		}
-		out.Annotations[AnnotationPodAnnotationKeys] = want
-		changed = true
 	}
 	if !ptr.Equal(live.Spec.Replicas, desired.Spec.Replicas) {
 		out.Spec.Replicas = ptr.To(ptr.Deref(desired.Spec.Replicas, 1))

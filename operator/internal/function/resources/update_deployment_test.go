@@ -152,13 +152,19 @@ func TestUpdateDeployment(t *testing.T) {
 			update:  true, check: func(t *testing.T, got *appsv1.Deployment) {
 				assert.Equal(t, "b", got.Spec.Template.Annotations["team.example.com/owner"])
 			}},
-		{name: "adopted from 1.8.4 (no key record): record added, template untouched", live: func() *appsv1.Deployment {
+		{name: "adopted from 1.8.4 (no key record): no update of its own", live: func() *appsv1.Deployment {
 			d := stored(base)
 			delete(d.Annotations, AnnotationPodAnnotationKeys)
 			return d
-		}, desired: base, update: true, templateKept: true, check: func(t *testing.T, got *appsv1.Deployment) {
-			assert.Equal(t, "team.example.com/owner", got.Annotations[AnnotationPodAnnotationKeys])
-		}},
+		}, desired: base},
+		{name: "adopted from 1.8.4: the record comes with the next change", live: func() *appsv1.Deployment {
+			d := stored(base)
+			delete(d.Annotations, AnnotationPodAnnotationKeys)
+			return d
+		}, desired: build(func(fn *v1alpha2.Function) { fn.Labels["new"] = "x" }),
+			update: true, templateKept: true, check: func(t *testing.T, got *appsv1.Deployment) {
+				assert.Equal(t, "team.example.com/owner", got.Annotations[AnnotationPodAnnotationKeys])
+			}},
 		{name: "adopted: annotations of unknown origin are kept", live: func() *appsv1.Deployment {
 			d := stored(base)
 			delete(d.Annotations, AnnotationPodAnnotationKeys)
