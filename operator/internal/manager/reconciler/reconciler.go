@@ -294,6 +294,8 @@ type state struct {
 	changes []string
 	objs    []*unstructured.Unstructured
 	applied []*unstructured.Unstructured
+	// own is what the uninstall may delete, rendered once per reconcile.
+	own *ownershipResult
 
 	result ctrl.Result
 	err    error

@@ -15,7 +15,7 @@ import (
 // it or its managedFields show the manager's apply; a labelled object
 // someone else created stays.
 func (r *Reconciler) stepDeleteAPILeftovers(ctx context.Context, s *state) bool {
-	own, err := r.ownershipOf(s.cr)
+	own, err := r.ownership(s)
 	if err != nil {
 		s.log.Error(err, "rendering the chart for its object names; only objects the manager applied are removed")
 	}

@@ -27,7 +27,7 @@ var copyKinds = []schema.GroupVersionKind{
 // ConfigMaps, the Functions' ServiceAccount) besides the module labels; one
 // its user took over (managed-by: user) stays.
 func (r *Reconciler) stepDeleteCopies(ctx context.Context, s *state) bool {
-	own, err := r.ownershipOf(s.cr)
+	own, err := r.ownership(s)
 	if err != nil {
 		s.log.Error(err, "rendering the chart for its object names; only the copies named in the code are removed")
 	}

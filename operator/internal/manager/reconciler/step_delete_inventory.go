@@ -34,7 +34,7 @@ func (r *Reconciler) stepDeleteInventory(ctx context.Context, s *state) bool {
 // labels (one applied just before a crash may be missing from the
 // inventory). The inventory in the status keeps only the entries still left.
 func (r *Reconciler) remaining(ctx context.Context, s *state) ([]leftover, error) {
-	own, err := r.ownershipOf(s.cr)
+	own, err := r.ownership(s)
 	if err != nil {
 		s.log.Error(err, "rendering the chart for its object names; only objects the manager applied are removed")
 	}

@@ -36,7 +36,7 @@ func (r *Reconciler) stepInventory(_ context.Context, s *state) bool {
 	}
 	// Objects of the chart's own CRDs are the module's too; the render
 	// that names those kinds is only needed when the table does not do.
-	own, err := r.ownershipOf(s.cr)
+	own, err := r.ownership(s)
 	if err != nil {
 		s.log.Error(err, "rendering the chart for the kinds of its CRDs")
 	}

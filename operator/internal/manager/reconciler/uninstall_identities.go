@@ -40,6 +40,21 @@ func (o ownership) ownsCopy(gk schema.GroupKind, obj metav1.Object) bool {
 	return o.copies[gk][obj.GetName()] && obj.GetLabels()[v1alpha2.LabelManagedBy] != v1alpha2.ManagedByUser
 }
 
+// ownership is ownershipOf(s.cr), rendered once per reconcile: several
+// uninstall steps of one pass ask for it, and it depends only on the CR.
+func (r *Reconciler) ownership(s *state) (ownership, error) {
+	if s.own == nil {
+		own, err := r.ownershipOf(s.cr)
+		s.own = &ownershipResult{own: own, err: err}
+	}
+	return s.own.own, s.own.err
+}
+
+type ownershipResult struct {
+	own ownership
+	err error
+}
+
 // ownershipOf renders the chart for cr's namespace to learn the names it
 // gives its objects: once with the values of cr's spec, once with the
 // internal registry and the NetworkPolicies on, so that objects of either
