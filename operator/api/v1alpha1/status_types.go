@@ -22,6 +22,10 @@ const (
 	ConditionInstalled = "Installed"
 	// ConditionDeleted reports the progress of an uninstall.
 	ConditionDeleted = "Deleted"
+	// ConditionDeploymentFailure (upstream's type) is True, with
+	// ReasonDeploymentReplicaFailure, while a module Deployment cannot create
+	// its Pods; absent otherwise.
+	ConditionDeploymentFailure = "DeploymentFailure"
 )
 
 // Condition reasons of the Serverless status, one per meaning (README's
@@ -50,6 +54,11 @@ const (
 	ReasonFunctionsExist  = "FunctionsExist"
 	ReasonDeleting        = "Deleting"
 	ReasonDeletionFailed  = "DeletionFailed"
+
+	// ReasonDeploymentReplicaFailure (upstream's name): a module Deployment
+	// reports ReplicaFailure (e.g. FailedCreate: a ResourceQuota forbids its
+	// Pods); the message names the Deployment and Kubernetes' reason.
+	ReasonDeploymentReplicaFailure = "DeploymentReplicaFailure"
 	// ReasonInventoryEntryIgnored (a Warning event, no condition): entries of
 	// status.inventory that cannot be the module's (a kind the chart never
 	// renders, an object outside the module namespace) were dropped.
