@@ -3,14 +3,20 @@ package manifests
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -61,6 +67,25 @@ func TestInstallManifestsFollowTheRules(t *testing.T) {
 	assert.NotNil(t, c.LivenessProbe)
 	assert.NotNil(t, c.ReadinessProbe)
 
+	// The manager is scheduled before user workloads, and its NetworkPolicies
+	// select its Pods.
+	pc := find[schedulingv1.PriorityClass](t, objs, "PriorityClass")
+	assert.Equal(t, pc.Name, pod.PriorityClassName)
+	assert.Greater(t, pc.Value, int32(1000000), "above user workloads")
+	policies := 0
+	for _, o := range objs {
+		if o.GetKind() != "NetworkPolicy" {
+			continue
+		}
+		policies++
+		var np networkingv1.NetworkPolicy
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &np))
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		require.NoError(t, err)
+		assert.True(t, sel.Matches(labels.Set(d.Spec.Template.Labels)), "NetworkPolicy %s selects the manager's Pods", np.Name)
+	}
+	assert.Equal(t, 3, policies, "API server, DNS, metrics")
+
 	binding := find[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding")
 	role := find[rbacv1.ClusterRole](t, objs, "ClusterRole")
 	assert.Equal(t, role.Name, binding.RoleRef.Name)
@@ -72,6 +97,7 @@ func TestInstallManifestsFollowTheRules(t *testing.T) {
 		assert.NotContains(t, rule.APIGroups, "*")
 	}
 	for _, o := range objs {
+		assert.NotEqual(t, "Namespace", o.GetKind(), "deleting the manifest must not delete %s", o.GetName())
 		assert.Equal(t, "serverless", o.GetLabels()["kyma-project.io/module"], "%s %s", o.GetKind(), o.GetName())
 		assert.NotContains(t, o.GetLabels(), "app.kubernetes.io/managed-by", "that label marks what the manager applies")
 	}
@@ -86,11 +112,49 @@ func TestInstallManifestsPassServerSideDryRun(t *testing.T) {
 	c, err := client.New(cfg, client.Options{})
 	require.NoError(t, err)
 	ctx := context.Background()
+	// The manifest carries no Namespace: the module namespace exists first.
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kyma-system"}}))
 	for _, o := range build(t, "") {
-		opts := []client.CreateOption{client.DryRunAll}
-		if o.GetKind() == "Namespace" {
-			opts = nil // the namespaced objects need it for real
-		}
-		assert.NoError(t, c.Create(ctx, o, opts...), "%s %s", o.GetKind(), o.GetName())
+		assert.NoError(t, c.Create(ctx, o, client.DryRunAll), "%s %s", o.GetKind(), o.GetName())
+	}
+}
+
+// Users get the Serverless CR through the built-in roles: edit may change
+// it, view may only read it.
+func TestUserRolesAggregateIntoBuiltInRoles(t *testing.T) {
+	objs := build(t, "")
+	tests := []struct {
+		name, aggregateTo string
+		verbs, notVerbs   []string
+	}{
+		{"kyma-serverless-edit", "edit", []string{"get", "list", "watch", "create", "update", "patch", "delete"}, nil},
+		{"kyma-serverless-view", "view", []string{"get", "list", "watch"}, []string{"create", "update", "patch", "delete"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var role *rbacv1.ClusterRole
+			for _, o := range objs {
+				if o.GetKind() == "ClusterRole" && o.GetName() == tt.name {
+					role = &rbacv1.ClusterRole{}
+					require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role))
+				}
+			}
+			require.NotNil(t, role, "ClusterRole %s rendered", tt.name)
+			assert.Equal(t, "true", role.Labels["rbac.authorization.k8s.io/aggregate-to-"+tt.aggregateTo])
+			granted := map[string]bool{}
+			for _, r := range role.Rules {
+				if slices.Contains(r.APIGroups, "operator.kyma-project.io") && slices.Contains(r.Resources, "serverlesses") {
+					for _, v := range r.Verbs {
+						granted[v] = true
+					}
+				}
+			}
+			for _, v := range tt.verbs {
+				assert.True(t, granted[v], "%s grants %s", tt.name, v)
+			}
+			for _, v := range tt.notVerbs {
+				assert.False(t, granted[v], "%s must not grant %s", tt.name, v)
+			}
+		})
 	}
 }
