@@ -1,7 +1,9 @@
 // Package readiness tells whether applied objects have rolled out, using
 // kstatus (sigs.k8s.io/cli-utils) on the live objects from the cache: the
 // observed generation caught up, replicas updated and available, PVCs bound,
-// CRDs established.
+// CRDs established. A workload whose controller cannot create its Pods
+// (condition ReplicaFailure, e.g. a ResourceQuota forbids them) is reported
+// at once: kstatus would call it progressing until its deadline.
 package readiness
 
 import (
@@ -30,14 +32,22 @@ type Report struct {
 	Details []string
 	// Failed describes each object whose rollout failed.
 	Failed []string
+	// ReplicaFailures describes each object whose Pods cannot be created or
+	// deleted, with Kubernetes' reason and message, e.g. "Deployment
+	// ns/name: FailedCreate: pods ... is forbidden: exceeded quota: ...".
+	ReplicaFailures []string
 }
 
 // Ready is true when nothing is pending or failed.
-func (r Report) Ready() bool { return len(r.NotReady) == 0 && len(r.Failed) == 0 }
+func (r Report) Ready() bool {
+	return len(r.NotReady) == 0 && len(r.Failed) == 0 && len(r.ReplicaFailures) == 0
+}
 
 // Summary is a one-line message for a condition.
 func (r Report) Summary() string {
 	switch {
+	case len(r.ReplicaFailures) > 0:
+		return "replica failure: " + strings.Join(r.ReplicaFailures, "; ")
 	case len(r.Failed) > 0:
 		return "rollout failed: " + strings.Join(r.Failed, "; ")
 	case len(r.NotReady) > 0:
@@ -76,8 +86,14 @@ func Check(ctx context.Context, get Getter, objs []*unstructured.Unstructured, h
 		if err != nil {
 			return rep, fmt.Errorf("computing status of %s: %w", what, err)
 		}
+		if res.Status == status.CurrentStatus {
+			continue
+		}
+		if failure, ok := replicaFailure(live); ok {
+			rep.ReplicaFailures = append(rep.ReplicaFailures, what+": "+failure)
+			continue
+		}
 		switch res.Status {
-		case status.CurrentStatus:
 		case status.FailedStatus:
 			rep.Failed = append(rep.Failed, what+": "+res.Message)
 		default:
@@ -86,4 +102,27 @@ func Check(ctx context.Context, get Getter, objs []*unstructured.Unstructured, h
 		}
 	}
 	return rep, nil
+}
+
+// replicaFailure returns "<reason>: <message>" of a True ReplicaFailure
+// condition (Deployments copy their ReplicaSet's, e.g. FailedCreate with the
+// admission error of a ResourceQuota), but only when the status is about the
+// object's current generation: a condition from before the last change may
+// be gone once the controller looks at the new one.
+func replicaFailure(live *unstructured.Unstructured) (string, bool) {
+	observed, found, err := unstructured.NestedInt64(live.Object, "status", "observedGeneration")
+	if err != nil || !found || observed < live.GetGeneration() {
+		return "", false
+	}
+	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "ReplicaFailure" || m["status"] != "True" {
+			continue
+		}
+		reason, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return strings.TrimSuffix(reason+": "+msg, ": "), true
+	}
+	return "", false
 }

@@ -37,6 +37,11 @@ var (
 	available   = map[string]any{"type": "Available", "status": "True"}
 	progressed  = map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}
 	deadlineHit = map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet has timed out progressing"}
+	updating    = map[string]any{"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"}
+	// As the Deployment controller copies it from a ReplicaSet whose Pod a ResourceQuota refused.
+	quotaRefused = map[string]any{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+		"message": `pods "d-5d9f7c-x2k4q" is forbidden: exceeded quota: no-pods, requested: pods=1, used: pods=0, limited: pods=0`}
+	replicaFailureGone = map[string]any{"type": "ReplicaFailure", "status": "False", "reason": "FailedCreate"}
 )
 
 func allHaveStatus(schema.GroupVersionKind) bool { return true }
@@ -55,6 +60,14 @@ func TestCheck(t *testing.T) {
 		{"no replica available", fakeGetter{"d": deployment("d", 1, 1, 0, progressed)}, nil, false, "waiting for Deployment ns/d"},
 		{"deadline exceeded", fakeGetter{"d": deployment("d", 1, 1, 0, deadlineHit)}, nil, false, "rollout failed: Deployment ns/d: Progress deadline exceeded"},
 		{"cache behind the apply", fakeGetter{"d": deployment("d", 2, 2, 1, available, progressed)}, deployment("d", 3, 2, 1, available, progressed), false, "waiting for Deployment ns/d"},
+		{"quota refuses the Pods", fakeGetter{"d": deployment("d", 1, 1, 0, updating, quotaRefused)}, nil, false,
+			`replica failure: Deployment ns/d: FailedCreate: pods "d-5d9f7c-x2k4q" is forbidden: exceeded quota: no-pods`},
+		{"quota refuses the Pods of a new template", fakeGetter{"d": deployment("d", 4, 4, 0, available, updating, quotaRefused)}, nil, false,
+			"replica failure: Deployment ns/d: FailedCreate: "},
+		{"replica failure wins over the deadline", fakeGetter{"d": deployment("d", 1, 1, 0, deadlineHit, quotaRefused)}, nil, false,
+			"replica failure: Deployment ns/d: FailedCreate: "},
+		{"replica failure of the previous generation", fakeGetter{"d": deployment("d", 3, 2, 0, updating, quotaRefused)}, nil, false, "waiting for Deployment ns/d"},
+		{"replica failure resolved", fakeGetter{"d": deployment("d", 1, 1, 0, updating, replicaFailureGone)}, nil, false, "waiting for Deployment ns/d"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +83,7 @@ func TestCheck(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantReady, rep.Ready())
 			assert.Contains(t, rep.Summary(), tt.wantSummary)
-			if !tt.wantReady && len(rep.Failed) == 0 {
+			if !tt.wantReady && len(rep.Failed) == 0 && len(rep.ReplicaFailures) == 0 {
 				assert.NotContains(t, rep.Summary(), ":", "no rollout stage details in the condition")
 				assert.Len(t, rep.Details, 1)
 			}
