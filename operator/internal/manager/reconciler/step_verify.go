@@ -24,7 +24,17 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) bool {
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
 	}
 	s.cr.Status.ObservedGeneration = s.cr.Generation
+	if len(rep.ReplicaFailures) == 0 {
+		meta.RemoveStatusCondition(&s.cr.Status.Conditions, v1alpha1.ConditionDeploymentFailure)
+	}
 	switch {
+	case len(rep.ReplicaFailures) > 0:
+		// Pods that cannot be created (quota, admission) are reported at
+		// once, not after the rollout timeout; the Deployment's status
+		// changes bring the recovery, so no retry. DeploymentFailure is
+		// upstream's condition for it.
+		s.setCondition(v1alpha1.ConditionDeploymentFailure, metav1.ConditionTrue, v1alpha1.ReasonDeploymentReplicaFailure, rep.Summary())
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonDeploymentReplicaFailure, errors.New(rep.Summary()), false)
 	case len(rep.Failed) > 0:
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRolloutFailed, errors.New(rep.Summary()), false)
 	case !rep.Ready():
