@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -253,7 +254,7 @@ func TestDefaultCRInstallsRepairsAndReconfigures(t *testing.T) {
 		cr.Spec.DefaultRuntimePodPreset = "S"
 		cr.Spec.DefaultBuildJobPreset = "fast"
 		cr.Spec.FunctionBuildExecutorArgs = "--insecure,--cache=false"
-		cr.Spec.FunctionBuildMaxSimultaneousJobs = ptrTo[int32](9)
+		cr.Spec.FunctionBuildMaxSimultaneousJobs = ptrTo(intstr.FromString("9")) // upstream's CRD typed it as a string
 	})
 	cr = e.waitFor("default", "the presets in the status", time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation && cr.Status.DefaultRuntimePodPreset == "S"

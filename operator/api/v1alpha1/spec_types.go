@@ -1,9 +1,11 @@
 package v1alpha1
 
+import "k8s.io/apimachinery/pkg/util/intstr"
+
 // Admission rules of the executor arguments (a comment group of its own, so
 // that gofmt leaves the CEL string literals alone; controller-gen reads it).
-// +kubebuilder:validation:XValidation:rule="!has(self.functionBuildExecutorArgs) || (',' + self.functionBuildExecutorArgs).matches('^(, *--(' + 'insecure|skip-tls-verify|skip-unused-stages|log-format|cache|use-new-run|compressed-caching|cache-ttl|cache-copy-layers|cache-run-layers|snapshot-mode|single-snapshot|verbosity|log-timestamp|cleanup|push-retry|image-fs-extract-retry|image-download-retry|insecure-pull|skip-tls-verify-pull|reproducible|compression|compression-level|build-arg|label|target|custom-platform|ignore-path' + (has(self.functionBuildExecutorAdditionalFlags) ? '|' + self.functionBuildExecutorAdditionalFlags.replace(' ', '').replace('--', '').replace(',', '|') : '') + ')([= ][^,]*)?)+$')",message="functionBuildExecutorArgs: only allow-listed kaniko flags are accepted (the README lists them): another flag, e.g. --registry-mirror or --cache-repo, can redirect, replace or leak Function images; to accept one, list its name in functionBuildExecutorAdditionalFlags",fieldPath=".functionBuildExecutorArgs",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.functionBuildExecutorArgs) || !(',' + self.functionBuildExecutorArgs).matches(', *--(destination|context|dockerfile|no-push)([= ,]|$)')",message="functionBuildExecutorArgs: --destination, --context, --dockerfile and --no-push are set by the Function controller and cannot be given (an extra --destination would push Function images elsewhere)",fieldPath=".functionBuildExecutorArgs",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.functionBuildExecutorArgs) || self.functionBuildExecutorArgs == '' || (',' + self.functionBuildExecutorArgs).matches('^(, *--(' + 'insecure|skip-tls-verify|skip-unused-stages|log-format|cache|use-new-run|compressed-caching|cache-ttl|cache-copy-layers|cache-run-layers|snapshot-mode|single-snapshot|verbosity|log-timestamp|cleanup|push-retry|image-fs-extract-retry|image-download-retry|insecure-pull|skip-tls-verify-pull|reproducible|compression|compression-level|build-arg|label|target|custom-platform|ignore-path' + (has(self.functionBuildExecutorAdditionalFlags) ? '|' + self.functionBuildExecutorAdditionalFlags.replace(' ', '').replace('--', '').replace(',', '|') : '') + ')([= ][^,]*)?)+$')",message="functionBuildExecutorArgs: only allow-listed kaniko flags are accepted (the README lists them): another flag, e.g. --registry-mirror or --cache-repo, can redirect, replace or leak Function images; to accept one, list its name in functionBuildExecutorAdditionalFlags",fieldPath=".functionBuildExecutorArgs",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.functionBuildExecutorArgs) || self.functionBuildExecutorArgs == '' || !(',' + self.functionBuildExecutorArgs).matches(', *--(destination|context|dockerfile|no-push)([= ,]|$)')",message="functionBuildExecutorArgs: --destination, --context, --dockerfile and --no-push are set by the Function controller and cannot be given (an extra --destination would push Function images elsewhere)",fieldPath=".functionBuildExecutorArgs",reason=FieldValueForbidden
 
 // ServerlessSpec configures the Serverless module. Every field is optional; the
 // manager picks the documented default for a field that is not set and shows
@@ -23,17 +25,21 @@ type ServerlessSpec struct {
 	// +optional
 	Tracing *Endpoint `json:"tracing,omitempty"`
 
-	// TargetCPUUtilizationPercentage is the CPU target of Function autoscalers.
-	// Default 50.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=100
+	// TargetCPUUtilizationPercentage is the CPU target of Function
+	// autoscalers, in percent of the Function's CPU request (above 100 is
+	// valid). Default 50. An integer or, as upstream's CRD typed it, a string
+	// of decimal digits ("50"); "" means the default.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int || self == '' || self.matches('^(0|[1-9][0-9]{0,9})$')",message="targetCPUUtilizationPercentage must be a whole number, given as 50 or \"50\" (decimal digits, no sign, no leading zero): the Function controller cannot start with anything else"
+	// +kubebuilder:validation:XValidation:rule="(type(self) == string && !self.matches('^(0|[1-9][0-9]{0,9})$')) || ((type(self) == int ? self : int(self)) >= 1 && (type(self) == int ? self : int(self)) <= 2147483647)",message="targetCPUUtilizationPercentage must be 1 to 2147483647: with 0 or less no Function autoscaler is valid, and larger numbers do not fit the Function controller's setting"
 	// +optional
-	TargetCPUUtilizationPercentage *int32 `json:"targetCPUUtilizationPercentage,omitempty"`
+	TargetCPUUtilizationPercentage *intstr.IntOrString `json:"targetCPUUtilizationPercentage,omitempty"`
 
 	// FunctionRequeueDuration is how often a ready Function is checked again
 	// (for example for new Git commits). Go duration, default 5m.
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// "" means the default.
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[+]?(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$') && duration(self) > duration('0s')",message="functionRequeueDuration must be a Go duration above zero with a unit, e.g. 5m or 1h30m: the Function controller cannot start with a bare number such as \"5\""
 	// +optional
 	FunctionRequeueDuration string `json:"functionRequeueDuration,omitempty"`
 
@@ -44,7 +50,7 @@ type ServerlessSpec struct {
 	// API server's budget) and those named in
 	// functionBuildExecutorAdditionalFlags are accepted.
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^--[^,]+(,[ ]*--[^,]+)*$`
+	// +kubebuilder:validation:Pattern=`^(--[^,]+(,[ ]*--[^,]+)*)?$`
 	// +optional
 	FunctionBuildExecutorArgs string `json:"functionBuildExecutorArgs,omitempty"`
 
@@ -59,38 +65,41 @@ type ServerlessSpec struct {
 	FunctionBuildExecutorAdditionalFlags string `json:"functionBuildExecutorAdditionalFlags,omitempty"`
 
 	// FunctionBuildMaxSimultaneousJobs caps the build Jobs running at once in
-	// the cluster. Default 5.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=1000
+	// the cluster. Default 5. An integer or, as upstream's CRD typed it, a
+	// string of decimal digits ("5"); "" means the default.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int || self == '' || self.matches('^(0|[1-9][0-9]{0,9})$')",message="functionBuildMaxSimultaneousJobs must be a whole number, given as 5 or \"5\" (decimal digits, no sign, no leading zero): the Function controller cannot start with anything else"
+	// +kubebuilder:validation:XValidation:rule="(type(self) == string && !self.matches('^(0|[1-9][0-9]{0,9})$')) || ((type(self) == int ? self : int(self)) >= 1 && (type(self) == int ? self : int(self)) <= 2147483647)",message="functionBuildMaxSimultaneousJobs must be 1 to 2147483647: with 0 or less no Function is ever built, and larger numbers do not fit the Function controller's setting"
 	// +optional
-	FunctionBuildMaxSimultaneousJobs *int32 `json:"functionBuildMaxSimultaneousJobs,omitempty"`
+	FunctionBuildMaxSimultaneousJobs *intstr.IntOrString `json:"functionBuildMaxSimultaneousJobs,omitempty"`
 
 	// HealthzLivenessTimeout bounds each step of the Function controller's
 	// liveness check. Go duration, default 10s.
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// "" means the default.
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[+]?(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$') && duration(self) > duration('0s')",message="healthzLivenessTimeout must be a Go duration above zero with a unit, e.g. 10s: the Function controller cannot start with a bare number such as \"10\", and with zero its liveness check always fails"
 	// +optional
 	HealthzLivenessTimeout string `json:"healthzLivenessTimeout,omitempty"`
 
 	// DefaultBuildJobPreset is the resource preset of build Jobs whose Function
 	// names none. Default: slow on clusters with at most two nodes, else normal.
-	// +kubebuilder:validation:Enum=local-dev;slow;normal;fast
+	// +kubebuilder:validation:Enum="";local-dev;slow;normal;fast
 	// +optional
 	DefaultBuildJobPreset string `json:"defaultBuildJobPreset,omitempty"`
 
 	// DefaultRuntimePodPreset is the resource preset of Function Pods whose
 	// Function names none. Default: XS on clusters with at most two nodes, else L.
-	// +kubebuilder:validation:Enum=XS;S;M;L;XL
+	// +kubebuilder:validation:Enum="";XS;S;M;L;XL
 	// +optional
 	DefaultRuntimePodPreset string `json:"defaultRuntimePodPreset,omitempty"`
 
 	// LogLevel of the Function controller; changed without a restart. Default info.
-	// +kubebuilder:validation:Enum=debug;info;warn;error;fatal
+	// +kubebuilder:validation:Enum="";debug;info;warn;error;fatal
 	// +optional
 	LogLevel string `json:"logLevel,omitempty"`
 
 	// LogFormat of the Function controller. Default json.
-	// +kubebuilder:validation:Enum=json;text
+	// +kubebuilder:validation:Enum="";json;text
 	// +optional
 	LogFormat string `json:"logFormat,omitempty"`
 
@@ -120,8 +129,9 @@ type DockerRegistry struct {
 
 // Endpoint is a URL another module listens on.
 type Endpoint struct {
-	// Endpoint is an absolute http(s) URL.
+	// Endpoint is an absolute http(s) URL; empty means none (Functions get
+	// an empty address, as upstream's operator passes it).
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an absolute http or https URL"
+	// +kubebuilder:validation:XValidation:rule="self == '' || isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an absolute http or https URL, or empty for none"
 	Endpoint string `json:"endpoint"`
 }

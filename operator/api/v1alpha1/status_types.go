@@ -28,8 +28,11 @@ const (
 	ConditionDeploymentFailure = "DeploymentFailure"
 )
 
-// Condition reasons of the Serverless status, one per meaning (README's
-// troubleshooting table explains each).
+// Causes of the Serverless status, one per meaning (README's troubleshooting
+// table explains each). A cause is the condition's reason unless upstream's
+// operator names that situation with a reason of its own (UpstreamReason):
+// then the condition carries upstream's reason, its message starts with
+// "<cause>: ", and the Warning event of a failure carries the cause.
 const (
 	ReasonConfigured = "Configured"
 	// ReasonConfigurationInvalid: the spec could not be turned into chart values.
@@ -130,7 +133,9 @@ type EffectiveConfiguration struct {
 	LogLevel string `json:"logLevel,omitempty"`
 	// LogFormat of the Function controller.
 	LogFormat string `json:"logFormat,omitempty"`
-	// NetworkPoliciesEnabled tells whether the module's NetworkPolicies are installed.
+	// NetworkPoliciesEnabled tells whether the module's NetworkPolicies are
+	// installed: "True" or "False", the values upstream's operator writes.
+	// +kubebuilder:validation:Enum=True;False
 	NetworkPoliciesEnabled string `json:"networkPoliciesEnabled,omitempty"`
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -201,7 +202,7 @@ func TestInstallSteadyStateChangeDriftAndUninstall(t *testing.T) {
 
 	require.NoError(t, c.Create(ctx, newCR("default", v1alpha1.ServerlessSpec{
 		FunctionBuildExecutorArgs:        "--insecure,--cache=true,--log-format=text",
-		FunctionBuildMaxSimultaneousJobs: ptr.To[int32](12),
+		FunctionBuildMaxSimultaneousJobs: ptr.To(intstr.FromInt32(12)),
 	})))
 
 	// Until the controller Deployment is available, the CR is Processing and says why.

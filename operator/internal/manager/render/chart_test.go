@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -52,7 +53,7 @@ func variants() []variant {
 				"username": []byte("robot"), "password": []byte("s3cret,1"), "serverAddress": []byte("registry.example.com"), "registryAddress": []byte("registry.example.com/team")}}},
 		{name: "custom-presets", spec: v1alpha1.ServerlessSpec{
 			DefaultBuildJobPreset: "fast", DefaultRuntimePodPreset: "XL", LogLevel: "debug", LogFormat: "text",
-			TargetCPUUtilizationPercentage: ptr.To[int32](70), FunctionBuildMaxSimultaneousJobs: ptr.To[int32](9),
+			TargetCPUUtilizationPercentage: ptr.To(intstr.FromInt32(70)), FunctionBuildMaxSimultaneousJobs: ptr.To(intstr.FromString("9")),
 			FunctionBuildExecutorArgs: "--insecure,--cache=false", FunctionRequeueDuration: "90s", HealthzLivenessTimeout: "20s",
 			Eventing: &v1alpha1.Endpoint{Endpoint: "http://events.example/publish"}, Tracing: &v1alpha1.Endpoint{Endpoint: "http://otel.example:4318/v1/traces"},
 		}, facts: values.Facts{Nodes: 1, ImageOverrides: map[string]string{"function_controller": "mirror.example/fc:1.8.4"}}},

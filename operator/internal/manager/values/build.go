@@ -64,6 +64,17 @@ type Result struct {
 
 // Build derives chart values and the effective configuration from spec and facts.
 func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
+	if err := checkSpec(spec); err != nil {
+		return Result{}, err
+	}
+	cpu, err := wholeNumber("targetCPUUtilizationPercentage", spec.TargetCPUUtilizationPercentage, DefaultTargetCPUUtilizationPercentage)
+	if err != nil {
+		return Result{}, err
+	}
+	jobs, err := wholeNumber("functionBuildMaxSimultaneousJobs", spec.FunctionBuildMaxSimultaneousJobs, DefaultFunctionBuildMaxSimultaneousJobs)
+	if err != nil {
+		return Result{}, err
+	}
 	buildPreset, podPreset := DefaultPresets(f.Nodes)
 	v := Values{
 		Global: Global{RegistryNodePort: DefaultRegistryNodePort},
@@ -71,10 +82,10 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 			LogLevel:  or(spec.LogLevel, DefaultLogLevel),
 			LogFormat: or(spec.LogFormat, DefaultLogFormat),
 			Configuration: Configuration{
-				TargetCPUUtilizationPercentage:   deref(spec.TargetCPUUtilizationPercentage, DefaultTargetCPUUtilizationPercentage),
+				TargetCPUUtilizationPercentage:   cpu,
 				FunctionRequeueDuration:          or(spec.FunctionRequeueDuration, DefaultFunctionRequeueDuration),
 				FunctionBuildExecutorArgs:        or(spec.FunctionBuildExecutorArgs, DefaultFunctionBuildExecutorArgs),
-				FunctionBuildMaxSimultaneousJobs: deref(spec.FunctionBuildMaxSimultaneousJobs, DefaultFunctionBuildMaxSimultaneousJobs),
+				FunctionBuildMaxSimultaneousJobs: jobs,
 				HealthzLivenessTimeout:           or(spec.HealthzLivenessTimeout, DefaultHealthzLivenessTimeout),
 				FunctionPublisherProxyAddress:    DefaultEventingEndpoint,
 			},
@@ -122,7 +133,7 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 		DefaultRuntimePodPreset:  v.Controller.ResourcesConfiguration.Function.Resources.DefaultPreset,
 		LogLevel:                 v.Controller.LogLevel,
 		LogFormat:                v.Controller.LogFormat,
-		NetworkPoliciesEnabled:   strconv.FormatBool(v.NetworkPolicies.Enabled),
+		NetworkPoliciesEnabled:   upstreamBool(v.NetworkPolicies.Enabled),
 	}
 	return res, nil
 }
@@ -201,9 +212,10 @@ func or(s, def string) string {
 	return s
 }
 
-func deref(p *int32, def int32) int32 {
-	if p == nil {
-		return def
+// upstreamBool writes a flag the way upstream's status does: "True"/"False".
+func upstreamBool(b bool) string {
+	if b {
+		return "True"
 	}
-	return *p
+	return "False"
 }

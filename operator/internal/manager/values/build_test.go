@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -45,7 +46,7 @@ func TestBuildDefaults(t *testing.T) {
 			assert.Empty(t, c.Configuration.FunctionTraceCollectorEndpoint)
 			assert.Equal(t, FallbackRegistryAddress, res.Effective.DockerRegistry)
 			assert.Equal(t, tt.wantPodPreset, res.Effective.DefaultRuntimePodPreset)
-			assert.Equal(t, "false", res.Effective.NetworkPoliciesEnabled)
+			assert.Equal(t, "False", res.Effective.NetworkPoliciesEnabled)
 			assert.Empty(t, res.Warnings)
 		})
 	}
@@ -55,10 +56,10 @@ func TestBuildSpecValuesWin(t *testing.T) {
 	spec := v1alpha1.ServerlessSpec{
 		Eventing:                         &v1alpha1.Endpoint{Endpoint: "http://events.example:8080/p"},
 		Tracing:                          &v1alpha1.Endpoint{Endpoint: "https://traces.example/v1/traces"},
-		TargetCPUUtilizationPercentage:   ptr.To[int32](85),
+		TargetCPUUtilizationPercentage:   ptr.To(intstr.FromInt32(85)),
 		FunctionRequeueDuration:          "90s",
 		FunctionBuildExecutorArgs:        "--insecure,--cache=false",
-		FunctionBuildMaxSimultaneousJobs: ptr.To[int32](12),
+		FunctionBuildMaxSimultaneousJobs: ptr.To(intstr.FromString("12")),
 		HealthzLivenessTimeout:           "25s",
 		DefaultBuildJobPreset:            "fast",
 		DefaultRuntimePodPreset:          "M",
@@ -80,7 +81,7 @@ func TestBuildSpecValuesWin(t *testing.T) {
 	assert.Equal(t, "M", e.DefaultRuntimePodPreset)
 	assert.Equal(t, "debug", e.LogLevel)
 	assert.Equal(t, "text", e.LogFormat)
-	assert.Equal(t, "true", e.NetworkPoliciesEnabled)
+	assert.Equal(t, "True", e.NetworkPoliciesEnabled)
 	assert.True(t, res.Values.NetworkPolicies.Enabled)
 }
 
@@ -188,7 +189,7 @@ func TestBuildRegistry(t *testing.T) {
 }
 
 func TestValuesMapKeepsTypes(t *testing.T) {
-	spec := v1alpha1.ServerlessSpec{FunctionBuildExecutorArgs: "--a=1,--b=2", FunctionBuildMaxSimultaneousJobs: ptr.To[int32](7)}
+	spec := v1alpha1.ServerlessSpec{FunctionBuildExecutorArgs: "--a=1,--b=2", FunctionBuildMaxSimultaneousJobs: ptr.To(intstr.FromInt32(7))}
 	res, err := Build(spec, Facts{Namespace: "ns", NewSecret: counter(), ImageOverrides: map[string]string{"registry": "mirror/reg:1"}})
 	require.NoError(t, err)
 	m, err := res.Values.Map()

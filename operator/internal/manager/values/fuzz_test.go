@@ -2,11 +2,13 @@ package values
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -15,11 +17,11 @@ import (
 // FuzzBuild: whatever the spec holds, Build does not panic, and every string
 // the user gave reaches the values byte for byte (no parsing on the way).
 func FuzzBuild(f *testing.F) {
-	f.Add("--insecure,--cache=true", "5m", "10s", "debug", "json", "L", "fast", int32(50), int32(5), "http://a/b", true, "sec", 3)
-	f.Add("--a=1,2,3", "1h", "", "", "", "", "", int32(0), int32(-1), "", false, "", 0)
-	f.Add("", "", "", "info", "text", "XS", "slow", int32(100), int32(1000), "https://x:1/y?z=1,2", true, "", 2)
-	f.Fuzz(func(t *testing.T, args, requeue, liveness, level, format, podPreset, buildPreset string, cpu, jobs int32, endpoint string, internal bool, secretName string, nodes int) {
-		for _, s := range []string{args, requeue, liveness, level, format, podPreset, buildPreset, endpoint, secretName} {
+	f.Add("--insecure,--cache=true", "5m", "10s", "debug", "json", "L", "fast", int32(50), "5", "http://a/b", true, "sec", 3)
+	f.Add("--a=1,2,3", "1h", "", "", "", "", "", int32(0), "-1", "", false, "", 0)
+	f.Add("", "", "", "info", "text", "XS", "slow", int32(100), "1000", "https://x:1/y?z=1,2", true, "", 2)
+	f.Fuzz(func(t *testing.T, args, requeue, liveness, level, format, podPreset, buildPreset string, cpu int32, jobs string, endpoint string, internal bool, secretName string, nodes int) {
+		for _, s := range []string{jobs, args, requeue, liveness, level, format, podPreset, buildPreset, endpoint, secretName} {
 			if !utf8.ValidString(s) {
 				t.Skip("the API server only carries valid UTF-8")
 			}
@@ -32,8 +34,8 @@ func FuzzBuild(f *testing.F) {
 			LogFormat:                        format,
 			DefaultRuntimePodPreset:          podPreset,
 			DefaultBuildJobPreset:            buildPreset,
-			TargetCPUUtilizationPercentage:   ptr.To(cpu),
-			FunctionBuildMaxSimultaneousJobs: ptr.To(jobs),
+			TargetCPUUtilizationPercentage:   ptr.To(intstr.FromInt32(cpu)),
+			FunctionBuildMaxSimultaneousJobs: ptr.To(intstr.FromString(jobs)),
 			Eventing:                         &v1alpha1.Endpoint{Endpoint: endpoint},
 			DockerRegistry:                   &v1alpha1.DockerRegistry{EnableInternal: ptr.To(internal), SecretName: ptr.To(secretName)},
 		}
@@ -58,6 +60,6 @@ func FuzzBuild(f *testing.F) {
 		}
 		assert.Equal(t, endpoint, c.FunctionPublisherProxyAddress)
 		assert.Equal(t, cpu, c.TargetCPUUtilizationPercentage)
-		assert.Equal(t, jobs, c.FunctionBuildMaxSimultaneousJobs)
+		assert.Equal(t, jobs, strconv.Itoa(int(c.FunctionBuildMaxSimultaneousJobs)), "a number given as text arrives as that number")
 	})
 }
