@@ -153,16 +153,21 @@ func TestClusterScopedRulesNameTheChartsObjects(t *testing.T) {
 }
 
 // Kubernetes lets the manager create a ClusterRole or Role only with the
-// permissions in it (no escalate): the manager holds each rule the chart
-// grants, cluster-wide for ClusterRoles, in the module namespace for Roles.
+// permissions in it, or with escalate on it: the manager holds each rule the
+// chart grants, cluster-wide for ClusterRoles, in the module namespace for
+// Roles, except in the ClusterRoles it may escalate by name.
 func TestManagerHoldsWhatTheChartGrants(t *testing.T) {
 	cr, role := managerRBAC(t)
-	grants := 0
+	grants, escalated := 0, map[string]bool{}
 	for _, o := range rendered(t) {
 		var rules []rbacv1.PolicyRule
 		holder := cr.Rules
 		switch o.GetKind() {
 		case "ClusterRole":
+			if allows(cr.Rules, "rbac.authorization.k8s.io", "clusterroles", "escalate", o.GetName()) {
+				escalated[o.GetName()] = true
+				continue
+			}
 			c := &rbacv1.ClusterRole{}
 			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c))
 			rules = c.Rules
@@ -193,4 +198,41 @@ func TestManagerHoldsWhatTheChartGrants(t *testing.T) {
 		}
 	}
 	assert.Positive(t, grants)
+	assert.Len(t, escalated, 2, "kyma-functions-edit and kyma-functions-view")
+}
+
+// escalate lets its holder grant anything in the role it may change: only
+// on named ClusterRoles whose rules are no more than the Function API, the
+// user roles of the chart.
+func TestManagerEscalatesOnlyTheUserRoles(t *testing.T) {
+	cr, role := managerRBAC(t)
+	for _, r := range role.Rules {
+		assert.NotContains(t, r.Verbs, "escalate", "no escalate in the module namespace")
+	}
+	var names []string
+	for _, r := range cr.Rules {
+		if !slices.Contains(r.Verbs, "escalate") {
+			continue
+		}
+		require.NotEmpty(t, r.ResourceNames, "escalate without resourceNames")
+		assert.Equal(t, []string{"clusterroles"}, r.Resources)
+		names = append(names, r.ResourceNames...)
+	}
+	assert.ElementsMatch(t, []string{"kyma-functions-edit", "kyma-functions-view"}, names)
+	seen := map[string]bool{}
+	for _, o := range rendered(t) {
+		if o.GetKind() != "ClusterRole" || !slices.Contains(names, o.GetName()) {
+			continue
+		}
+		seen[o.GetName()] = true
+		c := &rbacv1.ClusterRole{}
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, c))
+		for _, r := range c.Rules {
+			assert.Equal(t, []string{"serverless.kyma-project.io"}, r.APIGroups, "%s grants only the Function API", c.Name)
+			for _, res := range r.Resources {
+				assert.True(t, res == "functions" || strings.HasPrefix(res, "functions/"), "%s grants %s", c.Name, res)
+			}
+		}
+	}
+	assert.Len(t, seen, len(names), "every escalated name is a ClusterRole the chart renders")
 }
