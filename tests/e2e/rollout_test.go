@@ -1,0 +1,227 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/tests/framework"
+)
+
+// logFormatAnnotation is the controller Pod template's copy of its log
+// format (upstream's name): the controller reads the format only at start.
+const logFormatAnnotation = "serverless.kyma-project.io/log-format"
+
+// rollout is what tells how often the controller Deployment's Pod template
+// changed: its generation, its revision and its ReplicaSets (one per template).
+type rollout struct {
+	generation  int64
+	revision    string
+	replicaSets int
+	template    corev1.PodTemplateSpec
+}
+
+func (e *env) controllerRollout(ctx context.Context) (rollout, error) {
+	d := &appsv1.Deployment{}
+	if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d); err != nil {
+		return rollout{}, err
+	}
+	rsList := &appsv1.ReplicaSetList{}
+	if err := e.c.List(ctx, rsList, client.InNamespace(ns)); err != nil {
+		return rollout{}, err
+	}
+	n := 0
+	for _, rs := range rsList.Items {
+		for _, o := range rs.OwnerReferences {
+			if o.UID == d.UID {
+				n++
+			}
+		}
+	}
+	return rollout{generation: d.Generation, revision: d.Annotations["deployment.kubernetes.io/revision"], replicaSets: n, template: d.Spec.Template}, nil
+}
+
+// firstLogLine is the first line the current run of p wrote.
+func firstLogLine(p *framework.Process) string {
+	data, err := os.ReadFile(p.LogPath())
+	if err != nil {
+		return ""
+	}
+	log := string(data)
+	if i := strings.LastIndex(log, "\n=== "); i >= 0 {
+		log = log[i+1:]
+	}
+	lines := strings.Split(log, "\n")
+	if len(lines) < 2 {
+		return ""
+	}
+	return lines[1]
+}
+
+// waitLogFormat waits for the first log line of the controller's current
+// run and checks it is JSON or not.
+func waitLogFormat(t *testing.T, p *framework.PodProcess, json bool) {
+	t.Helper()
+	framework.WaitFor(t, 30*time.Second, "the Function controller's first log line", func(context.Context) (bool, string, error) {
+		line := firstLogLine(p.Process)
+		return line != "", line, nil
+	}, framework.DumpLog(p.Process, 20))
+	line := firstLogLine(p.Process)
+	assert.Equal(t, json, strings.HasPrefix(line, "{"), "JSON log line expected: %t, got %q", json, line)
+}
+
+// The controller reads its log format at start: a logFormat change rolls its
+// Pod template exactly once, so the next Pod logs in the new format; a
+// logLevel change (reloaded from the mounted file) and a change the
+// controller does not read do not touch the template.
+func TestLogFormatRollsTheControllerOnce(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	e.applySample("default-serverless-cr.yaml")
+	e.waitState("default", v1alpha1.StateReady)
+
+	fc, err := e.cluster.StartFunctionController(ctx, "function-controller-"+t.Name())
+	require.NoError(t, err)
+	t.Cleanup(func() { // before startManager's cleanup: the controller stops before its ServiceAccount goes
+		if err := fc.Stop(); err != nil {
+			t.Errorf("stopping the Function controller: %v", err)
+		}
+	})
+	waitLogFormat(t, fc, true)
+
+	before, err := e.controllerRollout(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "json", before.template.Annotations[logFormatAnnotation])
+
+	unchanged := []struct {
+		name   string
+		change func(cr *v1alpha1.Serverless)
+	}{
+		{"logLevel", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "debug" }},
+		{"enableNetworkPolicies", func(cr *v1alpha1.Serverless) { cr.Spec.EnableNetworkPolicies = true }},
+		{"logFormat set to its default", func(cr *v1alpha1.Serverless) { cr.Spec.LogFormat = "json" }},
+	}
+	for _, u := range unchanged {
+		e.update("default", u.change)
+		e.waitState("default", v1alpha1.StateReady)
+		now, err := e.controllerRollout(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, before, now, "%s must not change the controller's Pod template", u.name)
+	}
+	exited, _ := fc.Exited()
+	assert.False(t, exited, "the controller keeps running")
+	framework.WaitFor(t, 30*time.Second, "the running controller to switch to debug", func(context.Context) (bool, string, error) {
+		return fc.LogHas(`"log level changed","level":"debug"`), "", nil
+	}, framework.DumpLog(fc.Process, 20))
+
+	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogFormat = "text" })
+	cr := e.waitState("default", v1alpha1.StateReady)
+	assert.Equal(t, "text", cr.Status.LogFormat)
+	var after rollout
+	framework.WaitFor(t, 30*time.Second, "the controller's new ReplicaSet", func(ctx context.Context) (bool, string, error) {
+		after, err = e.controllerRollout(ctx)
+		return err == nil && after.replicaSets == before.replicaSets+1, fmt.Sprintf("%+v", after), err
+	}, e.dumps("default")...)
+	assert.Equal(t, before.generation+1, after.generation, "one change of the Deployment")
+	assert.NotEqual(t, before.revision, after.revision, "one rollout")
+	assert.Equal(t, "text", after.template.Annotations[logFormatAnnotation])
+	delete(before.template.Annotations, logFormatAnnotation)
+	delete(after.template.Annotations, logFormatAnnotation)
+	assert.Equal(t, before.template, after.template, "nothing but the log format changes in the Pod template")
+
+	// The local cluster only simulates the new Pod: run the controller as
+	// that Pod would, and it logs in the new format.
+	require.NoError(t, fc.Stop())
+	fc2, err := e.cluster.StartFunctionController(ctx, "function-controller-"+t.Name()+"-rolled")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := fc2.Stop(); err != nil {
+			t.Errorf("stopping the Function controller: %v", err)
+		}
+	})
+	waitLogFormat(t, fc2, false)
+}
+
+// quota forbids every new Pod in the module namespace.
+func quota() *corev1.ResourceQuota {
+	return &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e2e-no-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+	}
+}
+
+// addQuota creates the quota and waits until the quota controller has
+// recorded its limits (admission only enforces a quota with a status).
+func (e *env) addQuota() {
+	e.t.Helper()
+	q := quota()
+	require.NoError(e.t, e.c.Create(e.t.Context(), q))
+	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), quota()) })
+	framework.WaitFor(e.t, 30*time.Second, "the quota's status", func(ctx context.Context) (bool, string, error) {
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(q), q)
+		return err == nil && q.Status.Hard != nil, fmt.Sprintf("%v", q.Status), err
+	})
+}
+
+// replicaFailure waits until Installed=False names the controller
+// Deployment and the quota's refusal, in upstream's DeploymentFailure too.
+func (e *env) waitReplicaFailure(what string) *v1alpha1.Serverless {
+	e.t.Helper()
+	cr := e.waitFor("default", what, 30*time.Second, func(cr *v1alpha1.Serverless) bool {
+		c := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionInstalled)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonDeploymentReplicaFailure &&
+			strings.Contains(c.Message, "Deployment "+ns+"/"+controllerName+": FailedCreate: ")
+	})
+	assert.Equal(e.t, v1alpha1.StateError, cr.Status.State)
+	installed := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionInstalled)
+	assert.Contains(e.t, installed.Message, "exceeded quota: e2e-no-pods", "Kubernetes' message")
+	failure := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeploymentFailure)
+	if assert.NotNil(e.t, failure, "upstream's DeploymentFailure condition") {
+		assert.Equal(e.t, metav1.ConditionTrue, failure.Status)
+		assert.Equal(e.t, v1alpha1.ReasonDeploymentReplicaFailure, failure.Reason)
+		assert.Equal(e.t, installed.Message, failure.Message)
+	}
+	return cr
+}
+
+func (e *env) removeQuotaAndWaitReady() {
+	e.t.Helper()
+	require.NoError(e.t, e.c.Delete(e.t.Context(), quota()))
+	cr := e.waitState("default", v1alpha1.StateReady)
+	assert.Nil(e.t, meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeploymentFailure), "DeploymentFailure is gone")
+}
+
+// Pods a ResourceQuota refuses show on the CR within seconds, on a fresh
+// install and on a change that rolls the controller, not after the
+// 5-minute rollout timeout; lifting the quota brings Ready back.
+func TestReplicaFailuresShowAtOnce(t *testing.T) {
+	e := startManager(t)
+
+	e.addQuota()
+	e.applySample("default-serverless-cr.yaml")
+	e.waitReplicaFailure("a fresh install refused by the quota")
+	e.removeQuotaAndWaitReady()
+
+	e.addQuota()
+	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogFormat = "text" })
+	cr := e.waitReplicaFailure("a controller rollout refused by the quota")
+	assert.NotContains(t, meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionInstalled).Message, registryName,
+		"the registry did not roll and keeps its Pod")
+	e.removeQuotaAndWaitReady()
+}
