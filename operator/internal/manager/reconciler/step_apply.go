@@ -16,8 +16,12 @@ import (
 // chart. The inventory in the status records the outcome, also on failure.
 func (r *Reconciler) stepApply(ctx context.Context, s *state) bool {
 	prev := inventory.FromEntries(s.cr.Status.Inventory)
+	objs, err := r.keepLiveSelectors(ctx, s.objs)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
+	}
 	// Apply works on copies: the render memo stays untouched.
-	res, err := r.applier.Apply(ctx, s.cr.Namespace, s.objs, prev)
+	res, err := r.applier.Apply(ctx, s.cr.Namespace, objs, prev)
 	s.cr.Status.Inventory = res.Inventory.Entries()
 	if r.metrics != nil {
 		r.metrics.AddApplied(len(res.Applied))

@@ -107,10 +107,16 @@ func TestChartRunsOurFunctionController(t *testing.T) {
 			assert.Equal(t, ":8090", env["APP_HEALTHZ_ADDRESS"])
 			assert.Equal(t, "/appconfig/log-config.yaml", env["APP_LOG_CONFIG_PATH"])
 			assert.Equal(t, "kyma-system", env["APP_KUBERNETES_BASE_NAMESPACE"])
-			// The selector cannot change on an installed Deployment.
+			// The selector cannot change on an installed Deployment: it is
+			// serverless-operator 1.x's, so its Deployment is taken over in
+			// place, and the Pods also carry the selector of this chart's
+			// earlier installs, whose Deployments keep theirs.
 			assert.Equal(t, map[string]string{
-				"app.kubernetes.io/name": "serverless", "app.kubernetes.io/component": "controller", "app.kubernetes.io/instance": "serverless",
+				"app": "serverless", "app.kubernetes.io/name": "serverless", "app.kubernetes.io/instance": "serverless",
 			}, d.Spec.Selector.MatchLabels)
+			for k, v := range map[string]string{"app.kubernetes.io/name": "serverless", "app.kubernetes.io/component": "controller", "app.kubernetes.io/instance": "serverless"} {
+				assert.Equal(t, v, d.Spec.Template.Labels[k], "earlier selector label %s", k)
+			}
 		})
 	}
 }
