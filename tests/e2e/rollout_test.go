@@ -179,23 +179,26 @@ func (e *env) addQuota() {
 	})
 }
 
-// replicaFailure waits until Installed=False names the controller
-// Deployment and the quota's refusal, in upstream's DeploymentFailure too.
+// waitReplicaFailure waits until upstream's DeploymentFailure condition
+// names the controller Deployment and the quota's refusal, and Installed is
+// False saying the same (its reason is the one compat maps for upstream).
 func (e *env) waitReplicaFailure(what string) *v1alpha1.Serverless {
 	e.t.Helper()
 	cr := e.waitFor("default", what, 30*time.Second, func(cr *v1alpha1.Serverless) bool {
-		c := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionInstalled)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonDeploymentReplicaFailure &&
+		c := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeploymentFailure)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonDeploymentReplicaFailure &&
 			strings.Contains(c.Message, "Deployment "+ns+"/"+controllerName+": FailedCreate: ")
 	})
 	assert.Equal(e.t, v1alpha1.StateError, cr.Status.State)
-	installed := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionInstalled)
-	assert.Contains(e.t, installed.Message, "exceeded quota: e2e-no-pods", "Kubernetes' message")
 	failure := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeploymentFailure)
-	if assert.NotNil(e.t, failure, "upstream's DeploymentFailure condition") {
-		assert.Equal(e.t, metav1.ConditionTrue, failure.Status)
-		assert.Equal(e.t, v1alpha1.ReasonDeploymentReplicaFailure, failure.Reason)
-		assert.Equal(e.t, installed.Message, failure.Message)
+	assert.Contains(e.t, failure.Message, "exceeded quota: e2e-no-pods", "Kubernetes' message")
+	installed := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionInstalled)
+	if assert.NotNil(e.t, installed) {
+		assert.Equal(e.t, metav1.ConditionFalse, installed.Status)
+		// The cause is the reason, or leads the message when the reason is upstream's InstallationErr.
+		assert.True(e.t, installed.Reason == v1alpha1.ReasonDeploymentReplicaFailure ||
+			strings.HasPrefix(installed.Message, v1alpha1.ReasonDeploymentReplicaFailure+": "), "Installed names the cause: %+v", installed)
+		assert.Contains(e.t, installed.Message, failure.Message)
 	}
 	return cr
 }
@@ -221,7 +224,7 @@ func TestReplicaFailuresShowAtOnce(t *testing.T) {
 	e.addQuota()
 	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogFormat = "text" })
 	cr := e.waitReplicaFailure("a controller rollout refused by the quota")
-	assert.NotContains(t, meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionInstalled).Message, registryName,
+	assert.NotContains(t, meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeploymentFailure).Message, registryName,
 		"the registry did not roll and keeps its Pod")
 	e.removeQuotaAndWaitReady()
 }
