@@ -1,6 +1,16 @@
-// Command moduletemplate writes module-template/ (the Kyma module config and
-// ModuleTemplate) from the VERSION file and the default CR, so the module
-// always announces the version the binary is built from. `make module-template`.
+// Command moduletemplate writes module-template/ from the VERSION file and
+// the default CR, so the module always announces the version the binary is
+// built from (`make module-template`):
+//
+//   - module-config.yaml: the input of Kyma's modulectl, which publishes the
+//     module's OCM component;
+//   - template.yaml: the ModuleTemplate (operator.kyma-project.io/v1beta2)
+//     of this version, named <module>-<version> as the lifecycle manager
+//     expects; its descriptor (required by the CRD, no longer read at run
+//     time: the lifecycle manager fetches the published component) names the
+//     component and the manager image;
+//   - module-release-meta.yaml: the ModuleReleaseMeta that assigns this
+//     version to the channel, how current lifecycle managers find a module.
 package main
 
 import (
@@ -11,6 +21,20 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+)
+
+// Module facts shared by the three files.
+const (
+	moduleName   = "serverless"
+	component    = "kyma-project.io/module/serverless"
+	provider     = "kyma-project.io"
+	channel      = "regular"
+	kcpNamespace = "kcp-system"
+	imageRepo    = "europe-docker.pkg.dev/kyma-project/prod/serverless-manager"
+	repository   = "https://github.com/kyma-project/serverless-manager"
+	docs         = "https://kyma-project.io/#/serverless-manager/user/README"
+	icon         = "https://raw.githubusercontent.com/kyma-project/kyma/refs/heads/main/docs/assets/logo_icon.svg"
+	manifestName = "serverless-manager.yaml"
 )
 
 // Files returns the generated files by path, relative to root.
@@ -28,45 +52,77 @@ func Files(root string) (map[string][]byte, error) {
 	if err := yaml.Unmarshal(crYAML, &cr); err != nil {
 		return nil, err
 	}
-	image := "europe-docker.pkg.dev/kyma-project/prod/serverless-manager:" + v
+	image := imageRepo + ":" + v
+	manager := map[string]any{"name": "serverless-manager", "namespace": "kyma-system", "group": "apps", "version": "v1", "kind": "Deployment"}
+	associated := []any{map[string]any{"group": "serverless.kyma-project.io", "version": "v1alpha2", "kind": "Function"}}
+	rawManifest := repository + "/releases/download/" + v + "/" + manifestName
 
 	config := map[string]any{
-		"name":                "kyma-project.io/module/serverless",
+		"name":                component,
 		"version":             v,
-		"channel":             "regular",
-		"manifest":            "serverless-manager.yaml (make render IMG=" + image + ")",
+		"manifest":            manifestName + " (make render IMG=" + image + ")",
 		"defaultCR":           "config/samples/default-serverless-cr.yaml",
-		"annotations":         map[string]any{"operator.kyma-project.io/doc-url": "https://kyma-project.io/#/serverless-manager/user/README"},
-		"moduleRepo":          "https://github.com/kyma-project/serverless-manager",
-		"manager":             map[string]any{"name": "serverless-manager", "namespace": "kyma-system", "group": "apps", "version": "v1", "kind": "Deployment"},
-		"associatedResources": []any{map[string]any{"group": "serverless.kyma-project.io", "version": "v1alpha2", "kind": "Function"}},
+		"annotations":         map[string]any{"operator.kyma-project.io/doc-url": docs},
+		"moduleRepo":          repository,
+		"manager":             manager,
+		"associatedResources": associated,
 	}
 	template := map[string]any{
 		"apiVersion": "operator.kyma-project.io/v1beta2",
 		"kind":       "ModuleTemplate",
 		"metadata": map[string]any{
-			"name":      "serverless-" + v,
-			"namespace": "kcp-system",
-			"labels":    map[string]any{"operator.kyma-project.io/module-name": "serverless"},
+			"name":      moduleName + "-" + v,
+			"namespace": kcpNamespace,
+			"labels":    map[string]any{"operator.kyma-project.io/module-name": moduleName},
+			// The module's CR is namespaced.
+			"annotations": map[string]any{"operator.kyma-project.io/is-cluster-scoped": "false"},
 		},
 		"spec": map[string]any{
-			"moduleName": "serverless",
-			"version":    v,
-			"mandatory":  false,
-			"data":       cr,
-			"manager":    map[string]any{"name": "serverless-manager", "namespace": "kyma-system", "group": "apps", "version": "v1", "kind": "Deployment"},
-			"associatedResources": []any{
-				map[string]any{"group": "serverless.kyma-project.io", "version": "v1alpha2", "kind": "Function"},
-			},
+			"moduleName":          moduleName,
+			"version":             v,
+			"mandatory":           false,
+			"data":                cr,
+			"manager":             manager,
+			"associatedResources": associated,
+			"resources":           []any{map[string]any{"name": "rawManifest", "link": rawManifest}},
 			"info": map[string]any{
-				"repository":    "https://github.com/kyma-project/serverless-manager",
-				"documentation": "https://kyma-project.io/#/serverless-manager/user/README",
-				"icons":         []any{map[string]any{"name": "module-icon", "link": "https://raw.githubusercontent.com/kyma-project/kyma/refs/heads/main/docs/assets/logo_icon.svg"}},
+				"repository":    repository,
+				"documentation": docs,
+				"icons":         []any{map[string]any{"name": "module-icon", "link": icon}},
+			},
+			// An OCM component descriptor (schema v2).
+			"descriptor": map[string]any{
+				"meta": map[string]any{"schemaVersion": "v2"},
+				"component": map[string]any{
+					"name":                component,
+					"version":             v,
+					"provider":            provider,
+					"repositoryContexts":  []any{},
+					"sources":             []any{},
+					"componentReferences": []any{},
+					"resources": []any{map[string]any{
+						"name":     "module-image",
+						"type":     "ociArtifact",
+						"relation": "external",
+						"version":  v,
+						"access":   map[string]any{"type": "ociArtifact", "imageReference": image},
+					}},
+				},
 			},
 		},
 	}
+	releaseMeta := map[string]any{
+		"apiVersion": "operator.kyma-project.io/v1beta2",
+		"kind":       "ModuleReleaseMeta",
+		"metadata":   map[string]any{"name": moduleName, "namespace": kcpNamespace},
+		"spec": map[string]any{
+			"moduleName":       moduleName,
+			"ocmComponentName": component,
+			"channels":         []any{map[string]any{"channel": channel, "version": v}},
+		},
+	}
 	out := map[string][]byte{}
-	for name, obj := range map[string]any{"module-config.yaml": config, "template.yaml": template} {
+	for name, obj := range map[string]any{"module-config.yaml": config, "template.yaml": template, "module-release-meta.yaml": releaseMeta} {
 		data, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, err
