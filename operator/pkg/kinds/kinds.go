@@ -14,10 +14,6 @@ type Kind struct {
 	Full bool
 	// Namespaced kinds are cached in the module namespace only.
 	Namespaced bool
-	// AllInNamespace caches every object of the kind in the module namespace,
-	// not only the module's: users put registry Secrets there, and the
-	// telemetry module its Service.
-	AllInNamespace bool
 }
 
 // Managed lists every kind the chart may render, or rendered in an older
@@ -42,11 +38,13 @@ func Managed() []Kind {
 		{GVK: gvk("rbac.authorization.k8s.io", "v1", "RoleBinding"), Namespaced: true},
 		{GVK: gvk("", "v1", "ConfigMap"), Namespaced: true},
 		{GVK: gvk("networking.k8s.io", "v1", "NetworkPolicy"), Namespaced: true},
-		// Secrets and Services as metadata only: the namespace may hold many,
-		// and the few whose content the manager reads are read from the API
-		// server.
-		{GVK: gvk("", "v1", "Secret"), Namespaced: true, AllInNamespace: true},
-		{GVK: gvk("", "v1", "Service"), Namespaced: true, AllInNamespace: true},
+		// Secrets and Services as metadata only, like every kind, only the
+		// module's (by label): the namespace may hold thousands. The few whose
+		// content the manager reads are read from the API server, and the
+		// users' among them (the registry Secret a CR names, the telemetry
+		// Service) are watched by name.
+		{GVK: gvk("", "v1", "Secret"), Namespaced: true},
+		{GVK: gvk("", "v1", "Service"), Namespaced: true},
 		{GVK: gvk("", "v1", "PersistentVolumeClaim"), Namespaced: true, Full: true},
 		{GVK: gvk("apps", "v1", "Deployment"), Namespaced: true, Full: true},
 	}
@@ -57,7 +55,7 @@ func Managed() []Kind {
 func HasStatus(gvk schema.GroupVersionKind) bool {
 	for _, k := range Managed() {
 		if k.GVK == gvk {
-			return k.Full && !k.AllInNamespace
+			return k.Full
 		}
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
@@ -50,6 +51,15 @@ func Setup(mgr ctrl.Manager, opts Options) (string, error) {
 		}
 		m = mm
 	}
+	meta, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return "", fmt.Errorf("creating a metadata client: %w", err)
+	}
+	named := watch.NewNamed(meta, mgr.GetRESTMapper())
+	if err := mgr.Add(named); err != nil {
+		return "", err
+	}
+	opts.Named = named
 	live := watch.NewLive(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), opts.Namespace)
 	r := reconciler.New(mgr.GetClient(), mgr.GetAPIReader(), live,
 		render.New(chrt, caps),

@@ -25,12 +25,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -90,6 +92,22 @@ type Options struct {
 	// RolloutTimeout is how long objects may take to become ready after an
 	// apply before the state turns to Error.
 	RolloutTimeout time.Duration
+	// Named watches, by name, the users' objects the configuration reads
+	// (watch.Named): the cache holds only the module's. Nil reads them from
+	// the client's cache instead (tests whose fake holds every object).
+	Named NamedWatches
+}
+
+// NamedWatches watches single objects by name and reports their changes.
+type NamedWatches interface {
+	// Use declares the objects owner's configuration reads; when it returns
+	// they are watched and listed, and watches no owner uses stop.
+	Use(ctx context.Context, owner string, keys ...watch.NamedKey) error
+	// Get returns a watched object's metadata (watch.ErrNotWatched for
+	// others).
+	Get(key watch.NamedKey) (*metav1.PartialObjectMetadata, bool, error)
+	// Events delivers the changes of the watched objects.
+	Events() <-chan event.GenericEvent
 }
 
 // Reconciler reconciles Serverless CRs.
@@ -185,6 +203,11 @@ func (r *Reconciler) forget(ctx context.Context, namespace, name string) {
 	}
 	if err := r.functionsWatch.release(ctx); err != nil {
 		log.FromContext(ctx).Error(err, "stopping the Function watch")
+	}
+	if r.opts.Named != nil {
+		if err := r.opts.Named.Use(ctx, namespace+"/"+name); err != nil {
+			log.FromContext(ctx).Error(err, "stopping the watches of the CR's named objects")
+		}
 	}
 }
 

@@ -2,14 +2,18 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
 )
 
 // readMemo keeps what the configuration takes from the few objects whose
@@ -59,23 +63,22 @@ func (m *readMemo) drop(k memoKey) {
 }
 
 // readThrough returns what extract takes from the object key of kind
-// (core/v1). The cache's metadata says whether it exists and at which
-// version; the object is read from the API server when the memo does not
-// hold that version. An object missing from the cache is looked up on the
+// (core/v1). The cache's metadata (for the module's objects) or the
+// object's watch by name (for the users', see NamedWatches) says whether it
+// exists and at which version; the object is read from the API server when
+// the memo does not hold that version. An object missing from the cache is looked up on the
 // API server before it is called missing: right after start, or when a
 // watch lags, the cache may not have it yet, and for the internal registry
 // "missing" means new credentials (every pushed image unreadable with the
 // old ones) or another NodePort.
 func (r *Reconciler) readThrough(ctx context.Context, kind string, key types.NamespacedName, into client.Object, extract func(client.Object) any) (any, bool, error) {
 	k := memoKey{kind: kind, key: key}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-	cached, err := r.get(ctx, key, meta)
+	rv, known, err := r.version(ctx, corev1.SchemeGroupVersion.WithKind(kind), key)
 	if err != nil {
 		return nil, false, err
 	}
-	if cached {
-		if v, ok := r.reads.lookup(k, meta.ResourceVersion); ok {
+	if known {
+		if v, ok := r.reads.lookup(k, rv); ok {
 			return v, true, nil
 		}
 	}
@@ -90,6 +93,33 @@ func (r *Reconciler) readThrough(ctx context.Context, kind string, key types.Nam
 	v := extract(into)
 	r.reads.store(k, into.GetResourceVersion(), v)
 	return v, true, nil
+}
+
+// version returns the resourceVersion of an object from the cache, or from
+// its watch by name; known is false when neither holds it.
+func (r *Reconciler) version(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (string, bool, error) {
+	m, found, err := r.watchedMeta(ctx, gvk, key)
+	if err != nil || !found {
+		return "", false, err
+	}
+	return m.GetResourceVersion(), true, nil
+}
+
+// watchedMeta returns an object's metadata from the cache (the module's
+// objects) or, when the cache does not hold it, from its watch by name
+// (the users' objects a CR's configuration declared with NamedWatches.Use).
+func (r *Reconciler) watchedMeta(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (*metav1.PartialObjectMetadata, bool, error) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	found, err := r.get(ctx, key, m)
+	if err != nil || found || r.opts.Named == nil {
+		return m, found, err
+	}
+	named, found, err := r.opts.Named.Get(watch.NamedKey{GVK: gvk, NamespacedName: key})
+	if errors.Is(err, watch.ErrNotWatched) {
+		return m, false, nil
+	}
+	return named, found, err
 }
 
 // secretData returns a Secret's data (never nil when found).

@@ -45,6 +45,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			b = b.WatchesMetadata(obj, toServerless)
 		}
 	}
+	// The users' objects the configuration reads, watched by name.
+	if r.opts.Named != nil {
+		b = b.WatchesRawSource(source.Channel(r.opts.Named.Events(), toServerless))
+	}
 	node := &metav1.PartialObjectMetadata{}
 	node.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Node"})
 	// The default presets depend on the node count only.

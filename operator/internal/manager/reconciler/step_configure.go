@@ -16,6 +16,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -68,19 +69,22 @@ func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values
 	if f.Nodes, err = r.live.NodeCount(ctx); err != nil {
 		return f, err
 	}
-	tracing := &metav1.PartialObjectMetadata{}
-	tracing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
-	found, err := r.get(ctx, types.NamespacedName{Namespace: ns, Name: values.TracingServiceName}, tracing)
-	if err != nil {
+	if err := r.useNamed(ctx, cr); err != nil {
 		return f, err
 	}
-	f.TracingServiceExists = found
+	if cr.Spec.Tracing == nil {
+		_, found, err := r.watchedMeta(ctx, corev1.SchemeGroupVersion.WithKind("Service"), types.NamespacedName{Namespace: ns, Name: values.TracingServiceName})
+		if err != nil {
+			return f, err
+		}
+		f.TracingServiceExists = found
+	}
 
 	reg := cr.Spec.DockerRegistry
 	internal := reg != nil && reg.EnableInternal != nil && *reg.EnableInternal
 	if !internal {
-		if reg != nil && reg.SecretName != nil && *reg.SecretName != "" {
-			data, found, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: *reg.SecretName})
+		if name := userRegistrySecret(cr); name != "" {
+			data, found, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: name})
 			if err != nil {
 				return f, err
 			}
@@ -115,6 +119,39 @@ func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values
 		}
 	}
 	return f, nil
+}
+
+// useNamed declares the users' objects cr's configuration reads, so they
+// are watched by name (the cache holds only the module's objects): the
+// telemetry traces Service unless the CR names an endpoint, and the
+// registry Secret it names for an external registry.
+func (r *Reconciler) useNamed(ctx context.Context, cr *v1alpha1.Serverless) error {
+	if r.opts.Named == nil {
+		return nil
+	}
+	var keys []watch.NamedKey
+	if cr.Spec.Tracing == nil {
+		keys = append(keys, watch.NamedKey{GVK: corev1.SchemeGroupVersion.WithKind("Service"),
+			NamespacedName: types.NamespacedName{Namespace: cr.Namespace, Name: values.TracingServiceName}})
+	}
+	if name := userRegistrySecret(cr); name != "" {
+		keys = append(keys, watch.NamedKey{GVK: corev1.SchemeGroupVersion.WithKind("Secret"),
+			NamespacedName: types.NamespacedName{Namespace: cr.Namespace, Name: name}})
+	}
+	if err := r.opts.Named.Use(ctx, cr.Namespace+"/"+cr.Name, keys...); err != nil {
+		return fmt.Errorf("watching the objects the configuration reads: %w", err)
+	}
+	return nil
+}
+
+// userRegistrySecret is the registry Secret cr names for an external
+// registry; empty with the internal registry, which ignores it.
+func userRegistrySecret(cr *v1alpha1.Serverless) string {
+	reg := cr.Spec.DockerRegistry
+	if reg == nil || (reg.EnableInternal != nil && *reg.EnableInternal) || reg.SecretName == nil {
+		return ""
+	}
+	return *reg.SecretName
 }
 
 // servicePageSize bounds how many Services one list response holds: the

@@ -1,18 +1,17 @@
 // Package watch decides, from the table of package kinds, what the manager
 // caches and watches: only the module's own objects (by label, in the
-// module's namespace), the Serverless CRs, node metadata, and the two kinds
-// of the module namespace users feed it (registry Secrets and the telemetry
-// Service). Memory therefore does not grow with the size of the cluster.
+// module's namespace), the Serverless CRs and node metadata; the few user
+// objects its configuration reads (the registry Secret a CR names, the
+// telemetry Service) are watched one by one by name (Named). Memory
+// therefore grows neither with the cluster nor with the module namespace.
 package watch
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,11 +63,6 @@ func CacheOptions(s *runtime.Scheme, namespace string) (cache.Options, error) {
 			return cache.Options{}, err
 		}
 		switch {
-		case k.AllInNamespace:
-			byObject[obj] = cache.ByObject{
-				Namespaces: map[string]cache.Config{namespace: {LabelSelector: labels.Everything()}},
-				Transform:  TrimForeign(selector),
-			}
 		case k.Namespaced:
 			byObject[obj] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {LabelSelector: selector}}}
 		default:
@@ -81,33 +75,6 @@ func CacheOptions(s *runtime.Scheme, namespace string) (cache.Options, error) {
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 	}, nil
-}
-
-// TrimForeign keeps, of an object that is not the module's, only what the
-// manager uses: its identity and version (it exists; has it changed). Its
-// labels and annotations go: a Secret applied with kubectl carries its whole
-// data in the last-applied annotation, and a namespace full of such objects
-// must not grow the manager's memory. The module's own objects are kept
-// whole (drift detection reads their labels and annotations); managedFields
-// go for all.
-func TrimForeign(selector labels.Selector) toolscache.TransformFunc {
-	strip := cache.TransformStripManagedFields()
-	return func(in any) (any, error) {
-		out, err := strip(in)
-		if err != nil {
-			return out, err
-		}
-		m, ok := out.(metav1.Object)
-		if !ok || selector.Matches(labels.Set(m.GetLabels())) {
-			return out, nil
-		}
-		m.SetLabels(nil)
-		m.SetAnnotations(nil)
-		m.SetOwnerReferences(nil)
-		m.SetFinalizers(nil)
-		m.SetGenerateName("")
-		return out, nil
-	}
 }
 
 func nodeMeta() *metav1.PartialObjectMetadata {

@@ -16,7 +16,7 @@ import (
 
 // What the cache holds of each kind: a namespace with thousands of user
 // Secrets or Services must not grow the manager's memory by their content.
-func TestCacheOptionsHoldSecretsAndServicesAsMetadataOnly(t *testing.T) {
+func TestCacheOptionsHoldOnlyTheModulesSecretsAndServicesAsMetadata(t *testing.T) {
 	s, err := NewScheme()
 	require.NoError(t, err)
 	opts, err := CacheOptions(s, "kyma-system")
@@ -49,9 +49,16 @@ func TestCacheOptionsHoldSecretsAndServicesAsMetadataOnly(t *testing.T) {
 			assert.Equal(t, tt.metadataOnly, isMeta)
 		})
 	}
-	secret := byGVK[corev1.SchemeGroupVersion.WithKind("Secret")]
-	ns := opts.ByObject[secret].Namespaces
-	assert.Equal(t, []string{"kyma-system"}, keys(ns), "only the module namespace's Secrets")
+	// Secrets and Services: only the module's, by label, in its namespace
+	// (the users' few the configuration reads are watched by name).
+	for _, kind := range []string{"Secret", "Service"} {
+		ns := opts.ByObject[byGVK[corev1.SchemeGroupVersion.WithKind(kind)]].Namespaces
+		require.Equal(t, []string{"kyma-system"}, keys(ns), "only the module namespace's %ss", kind)
+		sel := ns["kyma-system"].LabelSelector
+		require.NotNil(t, sel, kind)
+		assert.Equal(t, moduleSelector(t).String(), sel.String(), "%ss selected by the module labels", kind)
+		assert.Nil(t, opts.ByObject[byGVK[corev1.SchemeGroupVersion.WithKind(kind)]].Transform, kind)
+	}
 }
 
 func moduleSelector(t *testing.T) labels.Selector {
