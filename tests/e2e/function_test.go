@@ -461,7 +461,7 @@ func TestUninstallWaitsForRunningFunctions(t *testing.T) {
 	require.NoError(t, f.c.Delete(ctx, f.get("default")))
 	cr := f.waitFor("default", "the uninstall to wait for the Function", time.Minute, func(cr *v1alpha1.Serverless) bool {
 		c := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeleted)
-		return c != nil && c.Reason == v1alpha1.ReasonFunctionsExist
+		return c != nil && c.Reason == v1alpha1.ReasonDeletionErr && v1alpha1.Cause(*c) == v1alpha1.ReasonFunctionsExist
 	})
 	assert.Contains(t, meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeleted).Message, "keeper")
 	time.Sleep(3 * time.Second) // the guard must hold, not just appear

@@ -169,7 +169,7 @@ func TestManagerKilledBetweenTiersKeepsFunctions(t *testing.T) {
 	require.NoError(t, e.c.Delete(ctx, cr))
 	e.waitFor("default", "the uninstall to remove a first tier", time.Minute, func(cr *v1alpha1.Serverless) bool {
 		for _, c := range cr.Status.Conditions {
-			if c.Type == v1alpha1.ConditionDeleted && c.Reason == v1alpha1.ReasonDeleting && strings.Contains(c.Message, "removing") {
+			if c.Type == v1alpha1.ConditionDeleted && v1alpha1.Cause(c) == v1alpha1.ReasonDeleting && strings.Contains(c.Message, "removing") {
 				return true
 			}
 		}

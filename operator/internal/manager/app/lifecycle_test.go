@@ -71,7 +71,8 @@ func TestExternalRegistrySecretIsWatched(t *testing.T) {
 	cr := waitState(t, c, "default", v1alpha1.StateError)
 	cond := conditionOf(cr, v1alpha1.ConditionConfigured)
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
-	assert.Equal(t, v1alpha1.ReasonRegistrySecretError, cond.Reason)
+	assert.Equal(t, v1alpha1.ReasonConfigurationErr, cond.Reason, "upstream's reason")
+	assert.Equal(t, v1alpha1.ReasonRegistrySecretError, v1alpha1.Cause(cond))
 	assert.Contains(t, cond.Message, "kyma-system/my-registry not found")
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-registry"},
@@ -183,8 +184,8 @@ func TestUninstallWaitsForFunctions(t *testing.T) {
 	eventually(t, 10*time.Second, "the uninstall to be held back", func() (bool, string) {
 		cr := getCR(t, c, "default")
 		cond := conditionOf(cr, v1alpha1.ConditionDeleted)
-		return cr.Status.State == v1alpha1.StateWarning && cond.Reason == v1alpha1.ReasonFunctionsExist &&
-			cond.Message == "1 Functions still exist (team-a/hello); delete them to uninstall", describe(cr)
+		return cr.Status.State == v1alpha1.StateWarning && cond.Reason == v1alpha1.ReasonDeletionErr &&
+			cond.Message == "FunctionsExist: 1 Functions still exist (team-a/hello); delete them to uninstall", describe(cr)
 	})
 	time.Sleep(time.Second)
 	assert.NotEmpty(t, resourceVersions(t, c), "nothing may be removed while Functions exist")

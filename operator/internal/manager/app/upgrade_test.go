@@ -39,7 +39,7 @@ func TestUpgradeFailedThenFixed(t *testing.T) {
 	eventually(t, 20*time.Second, "the broken upgrade to fail", func() (bool, string) {
 		cr := getCR(t, c, "default")
 		cond := conditionOf(cr, v1alpha1.ConditionInstalled)
-		return cr.Status.State == v1alpha1.StateError && cond.Reason == v1alpha1.ReasonApplyFailed &&
+		return cr.Status.State == v1alpha1.StateError && v1alpha1.Cause(cond) == v1alpha1.ReasonApplyFailed &&
 			strings.Contains(cond.Message, `Service "fixture-broken"`), describe(cr)
 	})
 	broken := getCR(t, c, "default")
@@ -75,7 +75,8 @@ func TestRolloutTimeoutIsAnError(t *testing.T) {
 	require.NoError(t, c.Create(ctx, newCR("default", v1alpha1.ServerlessSpec{})))
 	cr := waitState(t, c, "default", v1alpha1.StateError)
 	cond := conditionOf(cr, v1alpha1.ConditionInstalled)
-	assert.Equal(t, v1alpha1.ReasonRolloutFailed, cond.Reason)
+	assert.Equal(t, v1alpha1.ReasonInstallationErr, cond.Reason, "upstream's reason")
+	assert.Equal(t, v1alpha1.ReasonRolloutFailed, v1alpha1.Cause(cond))
 	assert.Contains(t, cond.Message, "not ready 2s after the last change")
 	assert.Contains(t, cond.Message, "Deployment kyma-system/fixture-controller")
 

@@ -326,11 +326,15 @@ type state struct {
 	gone bool
 }
 
-// setCondition sets a condition with the CR's generation.
-func (s *state) setCondition(condType string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&s.cr.Status.Conditions, metav1.Condition{
-		Type: condType, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.cr.Generation,
-	})
+// setCondition sets a condition with the CR's generation. It is the one
+// place where a cause (the manager's own reason) becomes the condition:
+// where upstream's operator names the situation with a reason of its own,
+// the condition carries that reason and the cause leads the message
+// (v1alpha1.NewCondition), so tools written for upstream keep working.
+func (s *state) setCondition(condType string, status metav1.ConditionStatus, cause, msg string) metav1.Condition {
+	c := v1alpha1.NewCondition(condType, status, cause, msg, s.cr.Generation)
+	meta.SetStatusCondition(&s.cr.Status.Conditions, c)
+	return c
 }
 
 // stateMessage is the message of the condition that explains the state.
@@ -345,20 +349,22 @@ func (s *state) stateMessage() string {
 }
 
 // fail ends the reconcile in state Error with a condition and, when the
-// condition is new, a Warning event (retries of the same error add none).
-// retry says whether the error may pass by itself (API trouble), in which
-// case controller-runtime retries with backoff. It returns false: the run ends.
-func (r *Reconciler) fail(s *state, condType, reason string, err error, retry bool) bool {
+// condition is new, a Warning event (retries of the same error add none)
+// whose reason is the cause, also where the condition carries upstream's
+// reason. retry says whether the error may pass by itself (API trouble), in
+// which case controller-runtime retries with backoff. It returns false: the
+// run ends.
+func (r *Reconciler) fail(s *state, condType, cause string, err error, retry bool) bool {
 	s.cr.Status.State = v1alpha1.StateError
 	s.cr.Status.ObservedGeneration = s.cr.Generation
-	s.setCondition(condType, metav1.ConditionFalse, reason, err.Error())
-	if prev := meta.FindStatusCondition(s.before.Conditions, condType); prev == nil || prev.Status != metav1.ConditionFalse ||
-		prev.Reason != reason || prev.Message != err.Error() {
-		r.events.Eventf(s.cr, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", err.Error())
+	c := s.setCondition(condType, metav1.ConditionFalse, cause, err.Error())
+	if prev := meta.FindStatusCondition(s.before.Conditions, condType); prev == nil || prev.Status != c.Status ||
+		prev.Reason != c.Reason || prev.Message != c.Message {
+		r.events.Eventf(s.cr, nil, corev1.EventTypeWarning, cause, "Reconcile", "%s", err.Error())
 	}
 	if retry {
 		s.err = err
 	}
-	s.log.Error(err, "reconcile failed", "reason", reason)
+	s.log.Error(err, "reconcile failed", "reason", cause)
 	return false
 }

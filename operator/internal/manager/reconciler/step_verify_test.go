@@ -71,9 +71,10 @@ func TestStepVerifyReportsReplicaFailuresAtOnce(t *testing.T) {
 			assert.Equal(t, tt.wantState, s.cr.Status.State)
 			installed := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
 			require.NotNil(t, installed)
-			assert.Equal(t, tt.wantReason, installed.Reason)
+			assert.Equal(t, tt.wantReason, v1alpha1.Cause(*installed))
+			assert.Equal(t, v1alpha1.UpstreamReason(v1alpha1.ConditionInstalled, metav1.ConditionFalse, tt.wantReason), installed.Reason)
 			if tt.wantFailureCond {
-				assert.Equal(t, tt.wantMessage, installed.Message)
+				assert.Equal(t, tt.wantReason+": "+tt.wantMessage, installed.Message)
 			} else {
 				assert.Contains(t, installed.Message, tt.wantMessage)
 			}
@@ -85,7 +86,7 @@ func TestStepVerifyReportsReplicaFailuresAtOnce(t *testing.T) {
 			require.NotNil(t, failure)
 			assert.Equal(t, metav1.ConditionTrue, failure.Status)
 			assert.Equal(t, v1alpha1.ReasonDeploymentReplicaFailure, failure.Reason)
-			assert.Equal(t, installed.Message, failure.Message)
+			assert.Equal(t, tt.wantMessage, failure.Message, "upstream's own condition keeps its reason and message")
 			assert.NoError(t, s.err, "no backoff retry: the Deployment's status changes bring the next reconcile")
 			assert.Zero(t, s.result.RequeueAfter, "no rollout-timeout requeue")
 			if tt.failingBefore {

@@ -153,7 +153,7 @@ func TestStepVerify(t *testing.T) {
 			assert.Equal(t, int64(3), s.cr.Status.ObservedGeneration)
 			c := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
 			require.NotNil(t, c)
-			assert.Equal(t, tt.wantReason, c.Reason)
+			assert.Equal(t, tt.wantReason, v1alpha1.Cause(*c))
 			assert.Contains(t, c.Message, tt.wantMessage)
 			if tt.wantRequeue != nil {
 				assert.True(t, tt.wantRequeue(s.result.RequeueAfter), "requeue after %s", s.result.RequeueAfter)
@@ -233,7 +233,9 @@ func TestStepRenderReusesTheLastRender(t *testing.T) {
 	s.values = map[string]any{"logLevel": "warn"}
 	assert.False(t, r.stepRender(context.Background(), s))
 	assert.Equal(t, v1alpha1.StateError, s.cr.Status.State)
-	assert.Equal(t, v1alpha1.ReasonRenderFailed, meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled).Reason)
+	c := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
+	assert.Equal(t, v1alpha1.ReasonInstallationErr, c.Reason, "upstream's reason")
+	assert.Equal(t, v1alpha1.ReasonRenderFailed, v1alpha1.Cause(*c))
 	assert.NoError(t, s.err, "a chart that does not render is not retried with backoff")
 }
 

@@ -92,7 +92,8 @@ func TestUninstallKeepsTheFunctionCRDWhileTheAPIServerCannotConfirmThatNoFunctio
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cr), got))
 	cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDeleted)
 	require.NotNil(t, cond)
-	assert.Equal(t, v1alpha1.ReasonDeletionFailed, cond.Reason)
+	assert.Equal(t, v1alpha1.ReasonDeletionErr, cond.Reason, "upstream's reason")
+	assert.Equal(t, v1alpha1.ReasonDeletionFailed, v1alpha1.Cause(*cond))
 	assert.Contains(t, cond.Message, "nothing is removed while Functions may exist")
 	assert.Contains(t, cond.Message, "CustomResourceDefinition "+functionCRDName+" is not Established")
 

@@ -109,7 +109,8 @@ func TestUninstallAsksTheAPIServerBeforeTheFinalizerGoes(t *testing.T) {
 
 	c1 := reconcileUninstall(t, c, r, cr)
 	require.NotNil(t, c1, "the finalizer stays while the ConfigMap was there")
-	assert.Equal(t, v1alpha1.ReasonDeleting, c1.Reason)
+	assert.Equal(t, v1alpha1.ReasonDeletion, c1.Reason, "upstream's reason")
+	assert.Equal(t, v1alpha1.ReasonDeleting, v1alpha1.Cause(*c1))
 	assert.Contains(t, c1.Message, "1 objects the API server still holds: ConfigMap serverless-configuration")
 	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})), "the ConfigMap the cache missed is deleted")
 
