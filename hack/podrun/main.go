@@ -2,7 +2,9 @@
 // configuration its Pod would get (see tests/framework/podrun): the local
 // cluster only simulates Pods, so `make run` starts the Function controller
 // this way. It stays in the foreground, keeps the ConfigMap volumes in sync,
-// passes SIGINT/SIGTERM on and exits with the process's exit code.
+// restarts the process from the new configuration when the Deployment's Pod
+// template changes (as a rollout replaces the Pod, e.g. for a new log
+// format), passes SIGINT/SIGTERM on and exits with the process's exit code.
 //
 //	go run ./hack/podrun [-namespace kyma-system] [-deployment serverless-ctrl-mngr]
 package main
@@ -68,30 +70,49 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := os.RemoveAll(*dir); err != nil {
-		return err
+	for {
+		rolled, err := runPod(ctx, c, root, podrun.Spec{
+			Namespace: *namespace, Deployment: *deployment, Container: *container, BinDir: filepath.Join(root, "bin"), Dir: *dir,
+		})
+		if !rolled {
+			return err
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "podrun: stopping the previous process:", err)
+		}
+		fmt.Fprintf(os.Stderr, "podrun: the Pod template of %s changed: starting again as its new Pod\n", *deployment)
 	}
-	plan, err := podrun.Prepare(ctx, c, podrun.Spec{
-		Namespace: *namespace, Deployment: *deployment, Container: *container, BinDir: filepath.Join(root, "bin"), Dir: *dir,
-	})
+}
+
+// rolloutCheck is how often the Deployment's Pod template is compared.
+const rolloutCheck = time.Second
+
+// runPod runs the container as one Pod of the Deployment would, until the
+// process exits, ctx ends or the Pod template changes (rolled is true: the
+// process was stopped and a new Pod is due).
+func runPod(ctx context.Context, c client.Client, root string, spec podrun.Spec) (rolled bool, err error) {
+	if err := os.RemoveAll(spec.Dir); err != nil {
+		return false, err
+	}
+	plan, err := podrun.Prepare(ctx, c, spec)
 	if err != nil {
-		return err
+		return false, err
 	}
 	out, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster.sh"), "kubeconfig-sa", plan.Namespace, plan.ServiceAccount).Output()
 	if err != nil {
-		return fmt.Errorf("kubeconfig of ServiceAccount %s/%s: %w", plan.Namespace, plan.ServiceAccount, err)
+		return false, fmt.Errorf("kubeconfig of ServiceAccount %s/%s: %w", plan.Namespace, plan.ServiceAccount, err)
 	}
 	for name, addr := range plan.Addresses {
-		fmt.Fprintf(os.Stderr, "podrun: port %s of %s listens on %s\n", name, *deployment, addr)
+		fmt.Fprintf(os.Stderr, "podrun: port %s of %s listens on %s\n", name, spec.Deployment, addr)
 	}
-	fmt.Fprintf(os.Stderr, "podrun: %s as ServiceAccount %s/%s, volumes under %s\n", plan.Path, plan.Namespace, plan.ServiceAccount, *dir)
+	fmt.Fprintf(os.Stderr, "podrun: %s as ServiceAccount %s/%s, volumes under %s\n", plan.Path, plan.Namespace, plan.ServiceAccount, spec.Dir)
 
 	// A Pod gets only its container's environment.
 	cmd := exec.Command(plan.Path, plan.Args...)
 	cmd.Env = append(append([]string{}, plan.Env...), "KUBECONFIG="+strings.TrimSpace(string(out)))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
-		return err
+		return false, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -99,18 +120,38 @@ func run() error {
 	defer stopSync()
 	go plan.Keep(syncCtx, c, time.Second, func(err error) { fmt.Fprintln(os.Stderr, "podrun: volume sync:", err) })
 
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+	tick := time.NewTicker(rolloutCheck)
+	defer tick.Stop()
+	for {
 		select {
 		case err := <-done:
-			return ignoreSignalled(err)
-		case <-time.After(10 * time.Second): // the Pod's terminationGracePeriodSeconds
-			_ = cmd.Process.Kill()
-			return <-done
+			return false, err
+		case <-ctx.Done():
+			return false, terminate(cmd, done)
+		case <-tick.C:
+			changed, err := plan.Rolled(ctx, c)
+			if err != nil {
+				// e.g. the API server restarting: the Pod would stay.
+				fmt.Fprintln(os.Stderr, "podrun: rollout check:", err)
+				continue
+			}
+			if changed {
+				return true, terminate(cmd, done)
+			}
 		}
+	}
+}
+
+// terminate stops the process as kubelet stops a Pod: SIGTERM, then SIGKILL
+// after the grace period.
+func terminate(cmd *exec.Cmd, done <-chan error) error {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		return ignoreSignalled(err)
+	case <-time.After(10 * time.Second): // the Pod's terminationGracePeriodSeconds
+		_ = cmd.Process.Kill()
+		return <-done
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -58,6 +59,9 @@ type Plan struct {
 	Addresses map[string]string
 
 	volumes []volume
+	// deployment and template are what the plan was made from (Rolled).
+	deployment types.NamespacedName
+	template   corev1.PodTemplateSpec
 }
 
 // volume is one materialised ConfigMap or Secret volume.
@@ -93,6 +97,8 @@ func Prepare(ctx context.Context, c client.Reader, spec Spec) (*Plan, error) {
 		Namespace:      spec.Namespace,
 		ServiceAccount: pod.ServiceAccountName,
 		Addresses:      map[string]string{},
+		deployment:     types.NamespacedName{Namespace: spec.Namespace, Name: spec.Deployment},
+		template:       *d.Spec.Template.DeepCopy(),
 	}
 	if p.ServiceAccount == "" {
 		p.ServiceAccount = "default"
@@ -135,6 +141,18 @@ func Prepare(ctx context.Context, c client.Reader, spec Spec) (*Plan, error) {
 		p.Env = append(p.Env, e.Name+"="+value)
 	}
 	return p, nil
+}
+
+// Rolled tells whether the Deployment's Pod template differs from the one
+// the plan was made from: the Deployment controller would replace the Pod
+// (e.g. a new log format, read only at start), so the process has to be
+// started again from a new plan. Scaling or status changes do not count.
+func (p *Plan) Rolled(ctx context.Context, c client.Reader) (bool, error) {
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, p.deployment, d); err != nil {
+		return false, fmt.Errorf("reading Deployment %s: %w", p.deployment, err)
+	}
+	return !equality.Semantic.DeepEqual(p.template, d.Spec.Template), nil
 }
 
 func container(pod corev1.PodSpec, name string) (corev1.Container, error) {
