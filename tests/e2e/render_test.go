@@ -26,13 +26,15 @@ func TestRenderedInstallReachesReady(t *testing.T) {
 	require.NoError(t, err)
 	objs, err := manifest.Decode(out)
 	require.NoError(t, err)
-	require.NoError(t, cluster.Apply(t.Context(), ns, objs...))
 
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, v1alpha1.AddToScheme(s))
 	c, err := cluster.NewClient(s)
 	require.NoError(t, err)
+	// The manifest has no Namespace: the module namespace exists first.
+	ensureNamespace(t, c, ns)
+	require.NoError(t, cluster.Apply(t.Context(), ns, objs...))
 	// The rendered ServiceAccount is the one the manager authenticates as.
 	mgr, err := cluster.StartManager(t.Context(), "manager-"+t.Name(), nil)
 	require.NoError(t, err)
