@@ -56,7 +56,7 @@ func main() {
 
 func parseFlags() config {
 	var c config
-	flag.StringVar(&c.namespace, "namespace", envOr("SERVERLESS_NAMESPACE", module.DefaultNamespace), "namespace whose Serverless CR is served and into which the module is installed")
+	flag.StringVar(&c.namespace, "namespace", envOr("SERVERLESS_NAMESPACE", module.DefaultNamespace), "the manager's own namespace (leader election, its permissions); the module is installed into the served Serverless CR's namespace, whichever it is")
 	flag.StringVar(&c.metricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
 	flag.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	flag.StringVar(&c.chartPath, "chart-path", os.Getenv("CHART_PATH"), "render this chart directory instead of the embedded chart (development)")

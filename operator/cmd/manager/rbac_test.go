@@ -17,6 +17,7 @@ import (
 	"github.com/kyma-project/serverless-manager/charts"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/render"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/scope/namespaced"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
@@ -25,26 +26,23 @@ import (
 
 const moduleNamespace = "kyma-system"
 
-// managerRBAC reads the generated config/rbac/role.yaml.
-func managerRBAC(t *testing.T) (*rbacv1.ClusterRole, *rbacv1.Role) {
+// managerRBAC reads the generated config/rbac: the manager's ClusterRole
+// (role.yaml) and its namespaced ClusterRole (role_namespaced.yaml), bound
+// per module namespace.
+func managerRBAC(t *testing.T) (*rbacv1.ClusterRole, *rbacv1.ClusterRole) {
 	t.Helper()
-	objs, err := manifest.ReadFile(filepath.Join(repo.MustRoot(), "config", "rbac", "role.yaml"))
-	require.NoError(t, err)
-	var cr *rbacv1.ClusterRole
-	var role *rbacv1.Role
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ClusterRole":
-			cr = &rbacv1.ClusterRole{}
-			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cr))
-		case "Role":
-			role = &rbacv1.Role{}
-			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role))
-		}
+	read := func(file string) *rbacv1.ClusterRole {
+		objs, err := manifest.ReadFile(filepath.Join(repo.MustRoot(), "config", "rbac", file))
+		require.NoError(t, err)
+		require.Len(t, objs, 1, file)
+		require.Equal(t, "ClusterRole", objs[0].GetKind(), file)
+		cr := &rbacv1.ClusterRole{}
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, cr))
+		return cr
 	}
-	require.NotNil(t, cr, "a ClusterRole")
-	require.NotNil(t, role, "a Role for the module namespace")
-	return cr, role
+	cr, namespacedRole := read("role.yaml"), read("role_namespaced.yaml")
+	require.Equal(t, namespaced.ClusterRole, namespacedRole.Name)
+	return cr, namespacedRole
 }
 
 // rendered is every object the manager renders for the specs it is given
@@ -86,7 +84,21 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool 
 
 func TestManagerRBACIsNamespacedWherePossible(t *testing.T) {
 	cr, role := managerRBAC(t)
-	assert.Equal(t, moduleNamespace, role.Namespace)
+	// config/rbac binds the namespaced ClusterRole in the manager's own
+	// namespace only; elsewhere the manager binds it (scope.Binder).
+	objs, err := manifest.ReadFile(filepath.Join(repo.MustRoot(), "config", "rbac", "role_binding.yaml"))
+	require.NoError(t, err)
+	bound := 0
+	for _, o := range objs {
+		if o.GetKind() == "RoleBinding" {
+			rb := &rbacv1.RoleBinding{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, rb))
+			assert.Equal(t, moduleNamespace, rb.Namespace)
+			assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: namespaced.ClusterRole}, rb.RoleRef)
+			bound++
+		}
+	}
+	assert.Equal(t, 1, bound, "one RoleBinding of the namespaced ClusterRole")
 	tests := []struct {
 		group, resource string
 		verbs           []string
@@ -106,7 +118,12 @@ func TestManagerRBACIsNamespacedWherePossible(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.resource, func(t *testing.T) {
 			for _, verb := range tt.verbs {
-				assert.False(t, allows(cr.Rules, tt.group, tt.resource, verb, "x"), "%s %s cluster-wide", verb, tt.resource)
+				// Creating RoleBindings anywhere is how the manager binds its
+				// namespaced role in the served CR's namespace (the create verb
+				// cannot be limited by name).
+				if tt.resource != "rolebindings" || verb != "create" {
+					assert.False(t, allows(cr.Rules, tt.group, tt.resource, verb, "x"), "%s %s cluster-wide", verb, tt.resource)
+				}
 				assert.True(t, allows(role.Rules, tt.group, tt.resource, verb, "x"), "%s %s in the module namespace", verb, tt.resource)
 			}
 		})
@@ -235,4 +252,25 @@ func TestManagerEscalatesOnlyTheUserRoles(t *testing.T) {
 		}
 	}
 	assert.Len(t, seen, len(names), "every escalated name is a ClusterRole the chart renders")
+}
+
+// The manager grants itself its namespaced ClusterRole in the served CR's
+// namespace: it may create RoleBindings (create cannot be limited by name),
+// read and delete only its own, and bind no other role.
+func TestManagerBindsOnlyItsNamespacedRole(t *testing.T) {
+	cr, _ := managerRBAC(t)
+	assert.True(t, allows(cr.Rules, "rbac.authorization.k8s.io", "rolebindings", "create", ""))
+	for _, verb := range []string{"get", "delete"} {
+		assert.True(t, allows(cr.Rules, "rbac.authorization.k8s.io", "rolebindings", verb, namespaced.ClusterRole), verb)
+		assert.False(t, allows(cr.Rules, "rbac.authorization.k8s.io", "rolebindings", verb, "other"), verb)
+	}
+	for _, verb := range []string{"patch", "update", "list", "watch"} {
+		assert.False(t, allows(cr.Rules, "rbac.authorization.k8s.io", "rolebindings", verb, "x"), "%s rolebindings cluster-wide", verb)
+	}
+	assert.True(t, allows(cr.Rules, "rbac.authorization.k8s.io", "clusterroles", "bind", namespaced.ClusterRole))
+	for _, r := range cr.Rules {
+		if slices.Contains(r.Verbs, "bind") || slices.Contains(r.Verbs, "*") {
+			assert.Equal(t, []string{namespaced.ClusterRole}, r.ResourceNames, "bind only on the namespaced ClusterRole")
+		}
+	}
 }

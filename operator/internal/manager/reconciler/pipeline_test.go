@@ -30,9 +30,9 @@ func TestStepsOrder(t *testing.T) {
 		want []string
 	}{
 		{name: "install", cr: &v1alpha1.Serverless{},
-			want: []string{"served", "paused", "inventory", "finalizer", "configure", "render", "apply", "verify"}},
+			want: []string{"served", "scope", "paused", "inventory", "finalizer", "configure", "render", "apply", "verify"}},
 		{name: "uninstall", cr: &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleting}},
-			want: []string{"served", "inventory", "functions-guard", "delete-inventory", "delete-api-leftovers", "delete-copies", "remove-finalizer"}},
+			want: []string{"served", "scope", "inventory", "functions-guard", "delete-inventory", "delete-api-leftovers", "delete-copies", "leave-scope", "remove-finalizer"}},
 	}
 	r, _ := newTestReconciler(fakeLive{}, &fakeRenderer{}, &fakeApplier{})
 	for _, tt := range tests {

@@ -7,13 +7,16 @@ package reconciler
 //     and create cannot be limited by name; get, patch (server-side apply)
 //     and delete are limited to the names the chart renders (and rendered
 //     before: the webhook's, for uninstalling older installs).
-//  2. Namespaced objects of the module: a Role in the module namespace
-//     (kyma-system; kustomize's namespace transformer moves it with the
-//     manager).
+//  2. Namespaced objects of the module: ClusterRole
+//     serverless-manager-namespaced (package scope/namespaced, its own
+//     file config/rbac/role_namespaced.yaml), bound in the manager's
+//     namespace by config/rbac and, for a CR in another namespace, by the
+//     manager there (package scope) while the module lives there.
 //  3. Kubernetes lets the manager create the Function controller's
-//     ClusterRole only with every permission in it (no escalate/bind: with
-//     those it could grant anything to anyone), so it holds that ClusterRole's
-//     rules cluster-wide, verb for verb; a test checks the coverage.
+//     ClusterRole only with every permission in it (no escalate, and bind
+//     only on its own namespaced ClusterRole: with more it could grant
+//     anything to anyone), so it holds that ClusterRole's rules
+//     cluster-wide, verb for verb; a test checks the coverage.
 //
 // Cluster-scoped objects of the chart:
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list;watch;create
@@ -24,15 +27,6 @@ package reconciler
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;patch;delete,resourceNames=serverless;serverless-webhook
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;delete,resourceNames=validation.webhook.serverless.kyma-project.io;defaulting.webhook.serverless.kyma-project.io
-//
-// Namespaced objects of the module, in its namespace only:
-// +kubebuilder:rbac:groups="",namespace=kyma-system,resources=serviceaccounts;configmaps;secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=apps,namespace=kyma-system,resources=deployments,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,namespace=kyma-system,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kyma-system,resources=roles;rolebindings,verbs=get;list;watch;create;patch;delete
-// Leader election of the manager, and the Function controller's leader election Role:
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kyma-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",namespace=kyma-system,resources=events,verbs=create;patch
 //
 // The Function controller's ClusterRole (charts/serverless/files/function-controller-rbac),
 // which the manager also uses to delete the controller's copies in user

@@ -76,8 +76,14 @@ type Metrics interface {
 
 // Options of a Reconciler.
 type Options struct {
-	// Namespace the manager serves Serverless CRs in and installs into.
+	// Namespace is the manager's own namespace (leader election, its
+	// permissions). The module is installed into the served CR's namespace,
+	// which may be any.
 	Namespace string
+	// Scope follows the served CR's namespace with the manager's namespaced
+	// cache, watches and permissions (package scope). Nil: the client's
+	// cache holds the namespaced objects already (tests).
+	Scope Scope
 	// ImageOverrides replace chart images, keyed like the chart's global.images.
 	ImageOverrides map[string]string
 	// NewSecret returns a random alphanumeric string of length n.
@@ -163,8 +169,8 @@ func New(c client.Client, api client.Reader, live Live, renderer Renderer, appli
 		metrics: metrics, opts: opts, refusedPorts: map[int32]time.Time{}}
 }
 
-// Serverless CRs of every namespace (those outside the module namespace
-// get a Warning and lose the finalizer), their events, and node metadata:
+// Serverless CRs of every namespace (those not served get a Warning and
+// lose the finalizer), their events, and node metadata:
 // +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=operator.kyma-project.io,resources=serverlesses/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -35,6 +35,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.Serverless{}, toServerless, builder.WithPredicates(onlyDeletes()))
 
 	for _, k := range kinds.Managed() {
+		if k.Namespaced && r.opts.Scope != nil {
+			continue // in the namespace cache: watchNamespaced
+		}
 		obj, err := watch.NewObject(mgr.GetScheme(), k)
 		if err != nil {
 			return err
@@ -57,6 +60,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	if r.opts.Scope != nil {
+		if err := r.watchNamespaced(mgr.GetScheme(), c, toServerless); err != nil {
+			return err
+		}
+	}
 
 	// Functions are watched only while an uninstall waits for them: the CRD
 	// may not exist before the module is installed, and most of the time
@@ -72,11 +80,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// allServerless maps any event to every Serverless CR of the module
-// namespace; there is usually one.
+// allServerless maps any event to every Serverless CR of the cluster
+// (any namespace may hold the served one); there is usually one.
 func (r *Reconciler) allServerless(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &v1alpha1.ServerlessList{}
-	if err := r.client.List(ctx, list, client.InNamespace(r.opts.Namespace)); err != nil {
+	if err := r.client.List(ctx, list); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -12,18 +12,20 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
-// stepServed lets exactly one Serverless CR of the cluster drive the module.
-// The served one is the one already marked served (it keeps that role until
-// it is gone, uninstall included); when none is, the oldest CR of the
-// module namespace, ties broken by name. The choice depends only on the set
-// of CRs, so two CRs created at the same instant never both become served,
-// even when the cache has not seen one of them yet.
+// stepServed lets exactly one Serverless CR of the cluster drive the module,
+// whatever its namespace (upstream's rule): the module is installed into
+// the served CR's namespace. The served one is the one already marked
+// served (it keeps that role until it is gone, uninstall included); when
+// none is, the oldest CR, ties broken by namespace and name. The choice
+// depends only on the set of CRs, so two CRs created at the same instant
+// never both become served, even when the cache has not seen one of them
+// yet.
 func (r *Reconciler) stepServed(ctx context.Context, s *state) bool {
 	list := &v1alpha1.ServerlessList{}
 	if err := r.client.List(ctx, list); err != nil {
 		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonClusterReadFailed, fmt.Errorf("listing Serverless CRs: %w", err), true)
 	}
-	served := pickServed(list.Items, r.opts.Namespace)
+	served := pickServed(list.Items)
 	if served != nil && served.UID == s.cr.UID {
 		s.cr.Status.Served = metav1.ConditionTrue
 		return true
@@ -32,7 +34,7 @@ func (r *Reconciler) stepServed(ctx context.Context, s *state) bool {
 	// Not served: say why, and never block the CR's deletion.
 	s.cr.Status.Served = metav1.ConditionFalse
 	s.cr.Status.State = v1alpha1.StateWarning
-	msg := fmt.Sprintf("the manager serves Serverless CRs only in namespace %s", r.opts.Namespace)
+	msg := "this Serverless CR was never served and is being deleted"
 	if served != nil {
 		msg = fmt.Sprintf("only one Serverless CR is served per cluster; %s/%s is served", served.Namespace, served.Name)
 	}
@@ -47,13 +49,10 @@ func (r *Reconciler) stepServed(ctx context.Context, s *state) bool {
 }
 
 // pickServed returns the CR that is served among items, nil when none can be.
-func pickServed(items []v1alpha1.Serverless, namespace string) *v1alpha1.Serverless {
+func pickServed(items []v1alpha1.Serverless) *v1alpha1.Serverless {
 	var marked, candidates []*v1alpha1.Serverless
 	for i := range items {
 		cr := &items[i]
-		if cr.Namespace != namespace {
-			continue
-		}
 		if cr.Status.Served == metav1.ConditionTrue {
 			marked = append(marked, cr)
 		}
@@ -75,6 +74,9 @@ func pickServed(items []v1alpha1.Serverless, namespace string) *v1alpha1.Serverl
 func older(a, b *v1alpha1.Serverless) bool {
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
 	}
 	return a.Name < b.Name
 }

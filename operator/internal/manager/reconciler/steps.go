@@ -23,16 +23,19 @@ func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 	if cr.DeletionTimestamp != nil {
 		return []step{
 			{"served", r.stepServed},
+			{"scope", r.stepScope},
 			{"inventory", r.stepInventory},
 			{"functions-guard", r.stepFunctionsGuard},
 			{"delete-inventory", r.stepDeleteInventory},
 			{"delete-api-leftovers", r.stepDeleteAPILeftovers},
 			{"delete-copies", r.stepDeleteCopies},
+			{"leave-scope", r.stepLeaveScope},
 			{"remove-finalizer", r.stepRemoveFinalizer},
 		}
 	}
 	return []step{
 		{"served", r.stepServed},
+		{"scope", r.stepScope},
 		{"paused", r.stepPaused},
 		{"inventory", r.stepInventory},
 		{"finalizer", r.stepFinalizer},

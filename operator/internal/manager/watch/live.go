@@ -25,18 +25,31 @@ type Live struct {
 	cache     client.Reader
 	api       client.Reader
 	scheme    *runtime.Scheme
-	namespace string
+	namespace func() string
 	kinds     map[schema.GroupVersionKind]kinds.Kind
 }
 
-// NewLive reads from cache (configured with CacheOptions for namespace) and
-// falls back to api.
+// NewLive reads from cache (holding the module's namespaced objects of
+// namespace) and falls back to api.
 func NewLive(cacheReader, api client.Reader, s *runtime.Scheme, namespace string) *Live {
+	return NewScopedLive(cacheReader, api, s, fixed(namespace))
+}
+
+// Namespacer tells the module namespace of the moment (a scope.Scope).
+type Namespacer interface{ Namespace() string }
+
+type fixed string
+
+func (f fixed) Namespace() string { return string(f) }
+
+// NewScopedLive reads from cache, whose namespaced objects are those of
+// the namespace ns names at the time of the read, and falls back to api.
+func NewScopedLive(cacheReader, api client.Reader, s *runtime.Scheme, ns Namespacer) *Live {
 	byGVK := map[schema.GroupVersionKind]kinds.Kind{}
 	for _, k := range kinds.Managed() {
 		byGVK[k.GVK] = k
 	}
-	return &Live{cache: cacheReader, api: api, scheme: s, namespace: namespace, kinds: byGVK}
+	return &Live{cache: cacheReader, api: api, scheme: s, namespace: ns.Namespace, kinds: byGVK}
 }
 
 // LiveMeta returns the object's metadata, nil when it does not exist.
@@ -76,7 +89,7 @@ func (l *Live) NodeCount(ctx context.Context) (int, error) {
 
 func (l *Live) get(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (client.Object, error) {
 	k, cached := l.kinds[gvk]
-	if cached && k.Namespaced && key.Namespace != l.namespace {
+	if cached && k.Namespaced && key.Namespace != l.namespace() {
 		cached = false
 	}
 	var obj client.Object
@@ -124,10 +137,11 @@ func (l *Live) ListManagedFromAPI(ctx context.Context) ([]metav1.Object, error) 
 // full kinds as typed objects, so it is asked for typed lists of them.
 func (l *Live) listManaged(ctx context.Context, reader client.Reader, metadataOnly bool) ([]metav1.Object, error) {
 	var out []metav1.Object
+	namespace := l.namespace()
 	for _, k := range kinds.Managed() {
 		opts := []client.ListOption{client.MatchingLabelsSelector{Selector: module.Selector()}}
 		if k.Namespaced {
-			opts = append(opts, client.InNamespace(l.namespace))
+			opts = append(opts, client.InNamespace(namespace))
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		var listObj client.ObjectList = list
