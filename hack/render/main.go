@@ -1,5 +1,6 @@
 // Command render builds config/default with the kustomize API and prints one
-// install YAML: `make render | kubectl apply --server-side -f -`.
+// install YAML: `make render | kubectl apply --server-side -f -`. It holds no
+// Namespace: kyma-system must exist first, and deleting the YAML leaves it.
 package main
 
 import (
