@@ -261,7 +261,7 @@ func TestUninstallWaitsForFunctions(t *testing.T) {
 	want := fmt.Sprintf("1 Functions still exist (%s/hello); delete them to uninstall", userNS)
 	e.waitFor("default", "the uninstall to be held back", 30*time.Second, func(cr *v1alpha1.Serverless) bool {
 		for _, c := range cr.Status.Conditions {
-			if c.Type == v1alpha1.ConditionDeleted && c.Message == want {
+			if c.Type == v1alpha1.ConditionDeleted && c.Message == v1alpha1.ReasonFunctionsExist+": "+want {
 				return cr.Status.State == v1alpha1.StateWarning
 			}
 		}

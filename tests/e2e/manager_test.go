@@ -285,6 +285,8 @@ func TestRegistrySwitches(t *testing.T) {
 	cond := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionConfigured)
 	require.NotNil(t, cond)
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	assert.Equal(t, v1alpha1.ReasonConfigurationErr, cond.Reason, "upstream's reason")
+	assert.Equal(t, v1alpha1.ReasonRegistrySecretError, v1alpha1.Cause(*cond), "the cause leads the message")
 	assert.Contains(t, cond.Message, "my-registry")
 
 	// Creating the Secret is enough; the CR is not touched.

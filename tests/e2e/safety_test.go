@@ -183,7 +183,7 @@ func TestManagerKilledBetweenTiersKeepsFunctions(t *testing.T) {
 	want := fmt.Sprintf("1 Functions still exist (%s/late); delete them to uninstall", userNS)
 	e.waitFor("default", "the uninstall to be held back by the new Function", time.Minute, func(cr *v1alpha1.Serverless) bool {
 		for _, c := range cr.Status.Conditions {
-			if c.Type == v1alpha1.ConditionDeleted && c.Message == want {
+			if c.Type == v1alpha1.ConditionDeleted && c.Message == v1alpha1.ReasonFunctionsExist+": "+want {
 				return true
 			}
 		}
