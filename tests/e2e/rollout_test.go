@@ -181,7 +181,7 @@ func (e *env) addQuota() {
 
 // waitReplicaFailure waits until upstream's DeploymentFailure condition
 // names the controller Deployment and the quota's refusal, and Installed is
-// False saying the same (its reason is the one compat maps for upstream).
+// False saying the same (with upstream's reason, the cause in front).
 func (e *env) waitReplicaFailure(what string) *v1alpha1.Serverless {
 	e.t.Helper()
 	cr := e.waitFor("default", what, 30*time.Second, func(cr *v1alpha1.Serverless) bool {
@@ -195,9 +195,7 @@ func (e *env) waitReplicaFailure(what string) *v1alpha1.Serverless {
 	installed := meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionInstalled)
 	if assert.NotNil(e.t, installed) {
 		assert.Equal(e.t, metav1.ConditionFalse, installed.Status)
-		// The cause is the reason, or leads the message when the reason is upstream's InstallationErr.
-		assert.True(e.t, installed.Reason == v1alpha1.ReasonDeploymentReplicaFailure ||
-			strings.HasPrefix(installed.Message, v1alpha1.ReasonDeploymentReplicaFailure+": "), "Installed names the cause: %+v", installed)
+		assert.Equal(e.t, v1alpha1.ReasonDeploymentReplicaFailure, v1alpha1.Cause(*installed), "Installed names the cause: %+v", installed)
 		assert.Contains(e.t, installed.Message, failure.Message)
 	}
 	return cr
