@@ -99,7 +99,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cacheOpts, err := watch.CacheOptions(scheme, cfg.namespace)
+	cacheOpts, err := watch.CacheOptions(scheme)
 	if err != nil {
 		return err
 	}

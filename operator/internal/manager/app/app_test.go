@@ -57,7 +57,7 @@ func startManagerWith(t *testing.T, env *testenv.Env, chart string, opts reconci
 	t.Helper()
 	s, err := watch.NewScheme()
 	require.NoError(t, err)
-	cacheOpts, err := watch.CacheOptions(s, ns)
+	cacheOpts, err := watch.CacheOptions(s)
 	require.NoError(t, err)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 s,

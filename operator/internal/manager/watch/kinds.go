@@ -49,25 +49,26 @@ func NewObject(s *runtime.Scheme, k kinds.Kind) (client.Object, error) {
 	return m, nil
 }
 
-// CacheOptions restricts the manager's cache to what it owns; reads of
-// anything else fail instead of silently starting a cluster-wide informer.
-func CacheOptions(s *runtime.Scheme, namespace string) (cache.Options, error) {
-	selector := module.Selector()
+// CacheOptions restricts the manager's main cache to the Serverless CRs of
+// every namespace, node metadata and the module's cluster-scoped objects
+// (by label); reads of anything else fail instead of silently starting a
+// cluster-wide informer. The module's namespaced objects are cached by the
+// module namespace's own cache (NamespaceCacheOptions, package scope): that
+// namespace is the served CR's and may change while the manager runs.
+func CacheOptions(s *runtime.Scheme) (cache.Options, error) {
 	byObject := map[client.Object]cache.ByObject{
 		&v1alpha1.Serverless{}: {},
 		nodeMeta():             {},
 	}
 	for _, k := range kinds.Managed() {
+		if k.Namespaced {
+			continue
+		}
 		obj, err := NewObject(s, k)
 		if err != nil {
 			return cache.Options{}, err
 		}
-		switch {
-		case k.Namespaced:
-			byObject[obj] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {LabelSelector: selector}}}
-		default:
-			byObject[obj] = cache.ByObject{Label: selector}
-		}
+		byObject[obj] = cache.ByObject{Label: module.Selector()}
 	}
 	return cache.Options{
 		Scheme:                      s,

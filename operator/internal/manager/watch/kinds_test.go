@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestCacheOptionsHoldOnlyTheModulesSecretsAndServicesAsMetadata(t *testing.T) {
 	s, err := NewScheme()
 	require.NoError(t, err)
-	opts, err := CacheOptions(s, "kyma-system")
+	opts, err := NamespaceCacheOptions(s, "kyma-system")
 	require.NoError(t, err)
 
 	byGVK := map[schema.GroupVersionKind]client.Object{}
@@ -59,6 +60,49 @@ func TestCacheOptionsHoldOnlyTheModulesSecretsAndServicesAsMetadata(t *testing.T
 		assert.Equal(t, moduleSelector(t).String(), sel.String(), "%ss selected by the module labels", kind)
 		assert.Nil(t, opts.ByObject[byGVK[corev1.SchemeGroupVersion.WithKind(kind)]].Transform, kind)
 	}
+}
+
+// The main cache holds the cluster-scoped managed kinds and nothing
+// namespaced of the module: that is the module namespace cache's, which
+// holds every namespaced managed kind in that namespace only.
+func TestMainAndNamespaceCachesSplitTheManagedKinds(t *testing.T) {
+	s, err := NewScheme()
+	require.NoError(t, err)
+	main, err := CacheOptions(s)
+	require.NoError(t, err)
+	nsOpts, err := NamespaceCacheOptions(s, "team-a")
+	require.NoError(t, err)
+	kindOf := func(obj client.Object) kinds.Kind {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if gvk.Empty() {
+			gvks, _, err := s.ObjectKinds(obj)
+			require.NoError(t, err)
+			gvk = gvks[0]
+		}
+		for _, k := range kinds.Managed() {
+			if k.GVK == gvk {
+				return k
+			}
+		}
+		return kinds.Kind{GVK: gvk}
+	}
+	managedInMain := 0
+	for obj := range main.ByObject {
+		k := kindOf(obj)
+		assert.False(t, k.Namespaced, "%s in the main cache", k.GVK.Kind)
+		if k.GVK.Kind != "Serverless" && k.GVK.Kind != "Node" {
+			managedInMain++
+		}
+	}
+	inNamespace := 0
+	for obj, by := range nsOpts.ByObject {
+		k := kindOf(obj)
+		assert.True(t, k.Namespaced, "%s in the namespace cache", k.GVK.Kind)
+		assert.Equal(t, []string{"team-a"}, keys(by.Namespaces), k.GVK.Kind)
+		inNamespace++
+	}
+	assert.Equal(t, []string{"team-a"}, keys(nsOpts.DefaultNamespaces))
+	assert.Equal(t, len(kinds.Managed()), managedInMain+inNamespace, "every managed kind in one of the two")
 }
 
 func moduleSelector(t *testing.T) labels.Selector {

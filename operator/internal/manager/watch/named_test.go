@@ -46,7 +46,7 @@ func TestCacheAndNamedWatchesOnAnAPIServer(t *testing.T) {
 func testCacheSelection(ctx context.Context, t *testing.T, cfg *rest.Config, c client.Client) {
 	s, err := watch.NewScheme()
 	require.NoError(t, err)
-	opts, err := watch.CacheOptions(s, ns)
+	opts, err := watch.NamespaceCacheOptions(s, ns)
 	require.NoError(t, err)
 	cch, err := cache.New(cfg, opts)
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ func NamespaceCacheOptions(s *runtime.Scheme, namespace string) (cache.Options, 
 	}
 	byObject := map[client.Object]cache.ByObject{}
 	for _, obj := range objs {
-		byObject[obj] = cache.ByObject{Label: module.Selector()}
+		byObject[obj] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {LabelSelector: module.Selector()}}}
 	}
 	return cache.Options{
 		Scheme:                      s,
