@@ -82,6 +82,9 @@ func TestUpstreamShapedCRs(t *testing.T) {
 	}{
 		{name: "no spec", spec: `{}`, nodes: 1, want: defaults(1)},
 		{name: "upstream's default CR (internal registry), big cluster", spec: `{dockerRegistry: {enableInternal: true}}`, nodes: 3, want: defaults(3)},
+		{name: "upstream's k3d sample", spec: `{dockerRegistry: {enableInternal: false}}`, nodes: 1, want: defaults(1)},
+		{name: "upstream's network policies sample", spec: `{dockerRegistry: {enableInternal: true}, enableNetworkPolicies: true}`, nodes: 3,
+			want: with(defaults(3), func(c *upstreamConfig) { c.netpol = true })},
 		{name: "every string empty", nodes: 3, spec: `{targetCPUUtilizationPercentage: "", functionRequeueDuration: "", functionBuildExecutorArgs: "",
 			functionBuildMaxSimultaneousJobs: "", healthzLivenessTimeout: "", defaultBuildJobPreset: "", defaultRuntimePodPreset: "", logLevel: "", logFormat: ""}`,
 			want: defaults(3)},
