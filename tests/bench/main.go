@@ -47,6 +47,7 @@ func main() {
 	functions := flag.Bool("functions", false, "instead: the Function controller with 300 Functions created at once (see functions.go)")
 	variants := flag.String("function-sources", "distinct,identical", "with -functions: which runs, in order (distinct: a source per Function; identical: one per runtime)")
 	idle := flag.Duration("idle", 30*time.Second, "how long to count requests while nothing changes")
+	busy := flag.Bool("busy-namespace", false, "instead: the manager's memory with the CR installed, before and after 2,000 Secrets and 2,000 Services are added to the module namespace (busy.go)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the bench's clients have nothing to log
 	var err error
@@ -60,6 +61,8 @@ func main() {
 			vs = append(vs, fnVariant{name: name, identical: name == "identical"})
 		}
 		err = runFunctions(vs, *idle)
+	} else if *busy {
+		err = runBusyNamespace()
 	} else {
 		err = run(*scale, *idle)
 	}
@@ -83,35 +86,53 @@ type bench struct {
 	metrics string
 }
 
-func run(scale bool, idle time.Duration) error {
-	ctx := context.Background()
+// step prints the bench's progress.
+func step(msg string) { fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), msg) }
+
+// prepare brings the local cluster up with the manager's prerequisites and
+// a warm scheduler; release hands the cluster back.
+func prepare(ctx context.Context) (b *bench, release func(), err error) {
 	cluster, err := framework.EnsureCluster(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer func() { _ = cluster.Release() }()
+	release = func() { _ = cluster.Release() }
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
-		return err
+		return nil, nil, err
 	}
 	c, err := cluster.NewClient(s)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	b := &bench{cluster: cluster, c: c}
-	step := func(msg string) { fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), msg) }
-
+	b = &bench{cluster: cluster, c: c}
 	step("installing the Serverless CRD and the manager's RBAC from config/")
 	if err := cluster.InstallManagerPrerequisites(ctx); err != nil {
-		return err
+		return nil, nil, err
 	}
 	step("warming the cluster with a throwaway Deployment")
 	if err := b.warmUp(ctx); err != nil {
+		return nil, nil, err
+	}
+	return b, release, nil
+}
+
+func run(scale bool, idle time.Duration) error {
+	ctx := context.Background()
+	b, release, err := prepare(ctx)
+	if err != nil {
 		return err
 	}
+	defer release()
+	cluster, c := b.cluster, b.c
 	if scale {
 		step("filling the cluster: 200 namespaces × 5 Functions, 1,000 Secrets, 1,000 ConfigMaps")
 		if err := b.fill(ctx); err != nil {
