@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,13 @@ func startManagerWithChart(t *testing.T, env *testenv.Env, chart string) (stop f
 // (namespace, secrets and short rechecks are filled in).
 func startManagerWith(t *testing.T, env *testenv.Env, chart string, opts reconciler.Options) (stop func()) {
 	t.Helper()
+	return startManagerWithFS(t, env, os.DirFS(filepath.Join("testdata", chart)), opts)
+}
+
+// startManagerWithFS runs the controller with the chart in chart (e.g. the
+// module's own, charts.Serverless()).
+func startManagerWithFS(t *testing.T, env *testenv.Env, chart fs.FS, opts reconciler.Options) (stop func()) {
+	t.Helper()
 	s, err := watch.NewScheme()
 	require.NoError(t, err)
 	cacheOpts, err := watch.CacheOptions(s)
@@ -76,7 +84,7 @@ func startManagerWith(t *testing.T, env *testenv.Env, chart string, opts reconci
 	}
 	opts.DeletionRecheck = 200 * time.Millisecond
 	_, err = app.Setup(mgr, app.Options{
-		Chart:   os.DirFS(filepath.Join("testdata", chart)),
+		Chart:   chart,
 		Options: opts,
 	})
 	require.NoError(t, err)

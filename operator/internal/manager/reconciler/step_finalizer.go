@@ -37,10 +37,14 @@ func (r *Reconciler) stepFinalizer(ctx context.Context, s *state) bool {
 	return true
 }
 
-// removeFinalizer lets the CR go; after it the CR may be gone.
+// removeFinalizer lets the CR go; after it the CR may be gone. A CR
+// deleted before its takeover finished still carries serverless-operator's
+// finalizer, which nobody else would remove: the uninstall removed the
+// chart's objects, upstream's names included.
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *state) error {
 	patch := client.MergeFromWithOptions(s.cr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(s.cr, module.Finalizer)
+	controllerutil.RemoveFinalizer(s.cr, UpstreamFinalizer)
 	if err := r.client.Patch(ctx, s.cr, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
 	}

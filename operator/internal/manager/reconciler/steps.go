@@ -41,7 +41,9 @@ func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 		{"finalizer", r.stepFinalizer},
 		{"configure", r.stepConfigure},
 		{"render", r.stepRender},
+		{"takeover", r.stepTakeover},
 		{"apply", r.stepApply},
+		{"takeover-cleanup", r.stepTakeoverCleanup},
 		{"verify", r.stepVerify},
 	}
 }

@@ -1,0 +1,89 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+)
+
+// stepTakeover prepares the takeover of an installation of
+// serverless-operator 1.x (README: Taking over serverless-operator): every
+// object the chart renders that upstream applied is handed to the manager
+// in its managedFields, so the apply that follows owns all of it and
+// removes what only upstream's chart set. Nothing is deleted or created
+// again: the chart renders upstream's names and immutable fields
+// (Deployment selectors), so Deployments, the registry's volume and its
+// credentials stay. Without upstream's traces it costs nothing.
+func (r *Reconciler) stepTakeover(ctx context.Context, s *state) bool {
+	up, err := r.upstream(ctx, s.cr)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
+	}
+	if up == nil {
+		return true
+	}
+	for _, o := range s.objs {
+		ref, ok := managedRef(o, s.cr.Namespace)
+		if !ok {
+			continue
+		}
+		moved, err := r.transferOwnership(ctx, ref)
+		if apierrors.IsConflict(err) {
+			// Changed meanwhile: its event brings the next reconcile.
+			s.result = ctrl.Result{Requeue: true}
+			return false
+		}
+		if err != nil {
+			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed,
+				fmt.Errorf("taking over serverless-operator's %s: %w", ref, err), true)
+		}
+		if moved {
+			s.log.Info("took over the fields serverless-operator applied", "object", ref.String())
+		}
+	}
+	return true
+}
+
+// transferOwnership rewrites the managedFields of one live object (read
+// from the API server, which the cache does not ask: upstream's objects
+// lack the module's labels) so the manager owns what upstream applied. A
+// JSON patch that tests the resourceVersion: a concurrent change fails it
+// with a conflict instead of being overwritten.
+func (r *Reconciler) transferOwnership(ctx context.Context, ref objectRef) (bool, error) {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(ref.gvk)
+	err := r.api.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, live)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		// Nothing to take over; or an object the manager may not read, which
+		// its apply would not be allowed to write either and says so.
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	fields, changed, err := transferredFields(live.GetManagedFields())
+	if err != nil || !changed {
+		return false, err
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
+		{"op": "replace", "path": "/metadata/managedFields", "value": fields},
+	})
+	if err != nil {
+		return false, err
+	}
+	err = r.client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch))
+	if apierrors.IsInvalid(err) {
+		// A failed test operation: the object changed since it was read.
+		return false, apierrors.NewConflict(ref.gvk.GroupVersion().WithResource(ref.gvk.Kind).GroupResource(), ref.name, err)
+	}
+	return err == nil, err
+}
