@@ -236,6 +236,10 @@ func TestManagerEscalatesOnlyTheUserRoles(t *testing.T) {
 		names = append(names, r.ResourceNames...)
 	}
 	assert.ElementsMatch(t, []string{"kyma-functions-edit", "kyma-functions-view"}, names)
+	// What escalate spares the manager: writing users' Functions.
+	for _, verb := range []string{"create", "update", "patch", "delete"} {
+		assert.False(t, allows(cr.Rules, "serverless.kyma-project.io", "functions", verb, "x"), "the manager holds %s on functions", verb)
+	}
 	seen := map[string]bool{}
 	for _, o := range rendered(t) {
 		if o.GetKind() != "ClusterRole" || !slices.Contains(names, o.GetName()) {
