@@ -1,0 +1,147 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/framework"
+)
+
+// managerBinding is the RoleBinding the manager creates in a module
+// namespace other than its own (config/rbac binds it in its own).
+const managerBinding = "serverless-manager-namespaced"
+
+// moduleObjectsIn lists what is labelled as the module's in namespace, of
+// every namespaced managed kind, as Kind/name.
+func (e *env) moduleObjectsIn(namespace string) []string {
+	e.t.Helper()
+	var out []string
+	for _, k := range kinds.Managed() {
+		if !k.Namespaced {
+			continue
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
+		require.NoError(e.t, e.c.List(e.t.Context(), list, client.InNamespace(namespace), client.MatchingLabels(module.Labels())))
+		for _, o := range list.Items {
+			out = append(out, k.GVK.Kind+"/"+o.Name)
+		}
+	}
+	return out
+}
+
+// A Serverless CR outside the manager's namespace is served as upstream's
+// operator serves it: the module is installed into the CR's namespace (the
+// manager, running under its own RBAC from config/rbac, binds its namespaced
+// role there), becomes Ready, and the CR's deletion leaves nothing of the
+// module there, the manager's RoleBinding included; a CR that waited in
+// kyma-system takes over.
+func TestServerlessInAnotherNamespace(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	team := e.cluster.Namespace(t, "team")
+	key := types.NamespacedName{Namespace: team, Name: "default"}
+	dumps := []func() string{
+		framework.DumpObject(e.c, &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "default"}}),
+		framework.DumpEvents(e.c, team),
+		framework.DumpLog(e.mgr, 60),
+	}
+	waitCR := func(what string, ok func(cr *v1alpha1.Serverless) bool) *v1alpha1.Serverless {
+		t.Helper()
+		cr := &v1alpha1.Serverless{}
+		framework.WaitFor(t, 2*time.Minute, what, func(ctx context.Context) (bool, string, error) {
+			if err := e.c.Get(ctx, key, cr); err != nil {
+				return false, "", err
+			}
+			return ok(cr), describe(cr), nil
+		}, dumps...)
+		return cr
+	}
+
+	// The README's CR, in another namespace.
+	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "default"},
+		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)}}}
+	require.NoError(t, e.c.Create(ctx, cr))
+	cr = waitCR("the CR in "+team+" to be Ready", func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation
+	})
+	assert.Equal(t, metav1.ConditionTrue, cr.Status.Served)
+	assert.Equal(t, "internal", cr.Status.DockerRegistry)
+	for _, name := range []string{controllerName, registryName} {
+		d := &appsv1.Deployment{}
+		require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: name}, d), name)
+		assert.Equal(t, int32(1), d.Status.AvailableReplicas, name)
+	}
+	assert.Equal(t, team, e.controllerEnvIn(team)["APP_KUBERNETES_BASE_NAMESPACE"], "the controller's base namespace is the module's")
+	assert.Empty(t, e.moduleObjectsIn(ns), "nothing of the module in the manager's namespace")
+	rb := &rbacv1.RoleBinding{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: managerBinding}, rb))
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: managerBinding}, rb.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: module.Manager().ServiceAccount, Namespace: ns}}, rb.Subjects)
+
+	// Drift in that namespace is seen: the manager's watches are there.
+	before := &appsv1.Deployment{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: controllerName}, before))
+	require.NoError(t, e.c.Delete(ctx, before))
+	framework.WaitFor(t, 30*time.Second, "a new controller Deployment to be available in "+team, func(ctx context.Context) (bool, string, error) {
+		d := &appsv1.Deployment{}
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: controllerName}, d)
+		return err == nil && d.UID != before.UID && d.Status.AvailableReplicas == 1, "", client.IgnoreNotFound(err)
+	}, dumps...)
+	waitCR("the CR to be Ready again", func(cr *v1alpha1.Serverless) bool { return cr.Status.State == v1alpha1.StateReady })
+
+	// One CR per cluster: the usual kyma-system/default waits.
+	e.applySample("default-serverless-cr.yaml")
+	waiting := e.waitState("default", v1alpha1.StateWarning)
+	assert.Equal(t, metav1.ConditionFalse, waiting.Status.Served)
+	assert.Contains(t, describe(waiting), team+"/default is served")
+
+	// Deleted cleanly: nothing of the module left there, nor the binding.
+	require.NoError(t, e.c.Delete(ctx, cr))
+	framework.WaitFor(t, 2*time.Minute, "the CR in "+team+" to be gone", func(ctx context.Context) (bool, string, error) {
+		err := e.c.Get(ctx, key, cr)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, describe(cr), err
+	}, dumps...)
+	assert.Empty(t, e.moduleObjectsIn(team), "objects of the module left in %s", team)
+	err := e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: managerBinding}, rb)
+	assert.True(t, apierrors.IsNotFound(err), "the manager's RoleBinding in %s: %v", team, err)
+
+	// The waiting CR takes over and installs into kyma-system (the test's
+	// cleanup uninstalls it and checks that nothing is left anywhere).
+	taken := e.waitFor("default", "kyma-system/default to take over", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.Served == metav1.ConditionTrue && cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation
+	})
+	assert.Equal(t, "internal", taken.Status.DockerRegistry)
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, &appsv1.Deployment{}))
+	assert.Empty(t, e.moduleObjectsIn(team), "the module stays out of %s", team)
+}
+
+// controllerEnvIn returns the env of the controller Deployment in namespace.
+func (e *env) controllerEnvIn(namespace string) map[string]string {
+	e.t.Helper()
+	d := &appsv1.Deployment{}
+	require.NoError(e.t, e.c.Get(e.t.Context(), types.NamespacedName{Namespace: namespace, Name: controllerName}, d))
+	out := map[string]string{}
+	for _, v := range d.Spec.Template.Spec.Containers[0].Env {
+		out[v.Name] = v.Value
+	}
+	return out
+}
