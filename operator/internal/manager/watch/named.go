@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,11 +129,18 @@ func (n *Named) Use(ctx context.Context, owner string, keys ...NamedKey) error {
 		synced = append(synced, n.watches[k].informer.HasSynced)
 	}
 	n.mu.Unlock()
-	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("waiting for the watches of %v: %w", keys, errors.Join(ctx.Err(), errors.New("not synced")))
+	// A watch that cannot list (no permission in that namespace, say) keeps
+	// retrying; the reconcile waiting for it must not hang.
+	wctx, cancel := context.WithTimeout(ctx, namedSyncTimeout)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(wctx.Done(), synced...) {
+		return fmt.Errorf("the watches of %v have not listed within %s: %w", keys, namedSyncTimeout, wctx.Err())
 	}
 	return nil
 }
+
+// namedSyncTimeout bounds how long Use waits for new watches to list.
+const namedSyncTimeout = 30 * time.Second
 
 // Get returns the metadata of a watched object; found is false when it does
 // not exist. Asking for an object no Use declared is ErrNotWatched: there
