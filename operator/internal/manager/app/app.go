@@ -94,7 +94,7 @@ func newScope(mgr ctrl.Manager, home string) (*scope.Scope, error) {
 		return cache.New(mgr.GetConfig(), opts)
 	}
 	binder := scope.NewBinder(mgr.GetClient(), mgr.GetAPIReader(), home, module.Manager().ServiceAccount)
-	sc, err := scope.New(home, newCache, binder)
+	sc, err := scope.New(home, newCache, binder, 0)
 	if err != nil {
 		return nil, err
 	}

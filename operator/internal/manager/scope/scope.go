@@ -59,13 +59,17 @@ type namespaceCache struct {
 const DefaultSyncTimeout = 30 * time.Second
 
 // New builds the scope of the manager's namespace home; binder (nil: none)
-// grants the manager its namespaced permissions in other namespaces.
-func New(home string, newCache NewCache, binder *Binder) (*Scope, error) {
+// grants the manager its namespaced permissions in other namespaces;
+// syncTimeout (0: DefaultSyncTimeout) bounds a new cache's first listing.
+func New(home string, newCache NewCache, binder *Binder, syncTimeout time.Duration) (*Scope, error) {
 	c, err := newCache(home)
 	if err != nil {
 		return nil, fmt.Errorf("building the cache of namespace %s: %w", home, err)
 	}
-	return &Scope{home: home, newCache: newCache, binder: binder, syncTimeout: DefaultSyncTimeout,
+	if syncTimeout == 0 {
+		syncTimeout = DefaultSyncTimeout
+	}
+	return &Scope{home: home, newCache: newCache, binder: binder, syncTimeout: syncTimeout,
 		started: make(chan struct{}), cur: &namespaceCache{namespace: home, cache: c}}, nil
 }
 

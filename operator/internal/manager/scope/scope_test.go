@@ -96,7 +96,7 @@ func TestScopeFollowsTheModuleNamespaceWithTheManagersRBAC(t *testing.T) {
 		}
 		return cache.New(cfg, opts)
 	}
-	sc, err := scope.New(home, newCache, scope.NewBinder(asManager, asManager, home, id.ServiceAccount))
+	sc, err := scope.New(home, newCache, scope.NewBinder(asManager, asManager, home, id.ServiceAccount), 0)
 	require.NoError(t, err)
 	events := &seen{keys: map[string]bool{}}
 	var caches []string
@@ -167,6 +167,27 @@ func TestScopeFollowsTheModuleNamespaceWithTheManagersRBAC(t *testing.T) {
 	require.ErrorContains(t, err, "delete it")
 	assert.Equal(t, home, sc.Namespace())
 
+	// Without its binding the manager cannot list team-c: the move fails in
+	// time and the module namespace stays where it was.
+	unbound, err := scope.New(home, newCache, nil, 2*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, unbound.Watch(ctx, func(ctx context.Context, c cache.Cache) error {
+		for _, obj := range all {
+			if _, err := c.GetInformer(ctx, obj.DeepCopyObject().(client.Object)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	unboundDone := make(chan error, 1)
+	go func() { unboundDone <- unbound.Start(ctx) }()
+	require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}}))
+	err = unbound.Enter(ctx, "team-c")
+	require.ErrorContains(t, err, "missing permissions?")
+	assert.Equal(t, home, unbound.Namespace())
+	require.NoError(t, unbound.Get(ctx, client.ObjectKey{Namespace: home, Name: "c"}, configMapMeta()), "the home cache still serves")
+
 	cancel()
 	require.NoError(t, <-done)
+	require.NoError(t, <-unboundDone)
 }
