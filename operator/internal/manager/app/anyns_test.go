@@ -114,6 +114,15 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	markAvailableIn(t, c, team, "fixture-controller")
 	waitStateIn(t, c, team, "default", v1alpha1.StateReady)
 
+	// The manager's binding deleted by someone is made again (its deletion
+	// is watched), before the manager's rights there run out.
+	require.NoError(t, c.Delete(ctx, rb))
+	eventually(t, 10*time.Second, "a new RoleBinding in team-a", func() (bool, string) {
+		again := &rbacv1.RoleBinding{}
+		err := c.Get(ctx, types.NamespacedName{Namespace: team, Name: namespaced.ClusterRole}, again)
+		return err == nil && again.UID != rb.UID, fmt.Sprint(err)
+	})
+
 	// A CR in the manager's namespace waits: one per cluster.
 	require.NoError(t, c.Create(ctx, newCR("default", v1alpha1.ServerlessSpec{})))
 	second := waitState(t, c, "default", v1alpha1.StateWarning)

@@ -42,10 +42,13 @@ func NewBinder(c client.Client, api client.Reader, home, serviceAccount string) 
 // RoleBinding is the binding Bind creates in namespace.
 func (b *Binder) RoleBinding(namespace string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespaced.ClusterRole,
-			Labels: map[string]string{module.LabelPartOf: module.Name}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: namespaced.ClusterRole},
-		Subjects: []rbacv1.Subject{b.subject},
+		// The module's labels: the namespace cache holds it, so its deletion
+		// brings a reconcile, which binds again (Scope.Enter). Created, not
+		// applied: the uninstall's sweep of what the manager applied leaves
+		// it to Unbind, the uninstall's last step before the finalizer.
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespaced.ClusterRole, Labels: module.Labels()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: namespaced.ClusterRole},
+		Subjects:   []rbacv1.Subject{b.subject},
 	}
 }
 

@@ -14,8 +14,13 @@ import (
 	"sync"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/scope/namespaced"
 )
 
 // NewCache builds a cache of the module's namespaced objects in namespace.
@@ -118,10 +123,22 @@ func (s *Scope) Start(ctx context.Context) error {
 func (s *Scope) NeedLeaderElection() bool { return false }
 
 // Enter makes namespace the module namespace: the manager gets its
-// namespaced permissions there (outside home), then the cache moves.
+// namespaced permissions there (outside home), then the cache moves. In the
+// current namespace it only binds again when its RoleBinding is gone from
+// the cache (someone deleted it: the watches already running still report
+// that), which costs no request while it is there.
 func (s *Scope) Enter(ctx context.Context, namespace string) error {
 	if s.Namespace() == namespace {
-		return nil
+		if s.binder == nil || namespace == s.home {
+			return nil
+		}
+		rb := &metav1.PartialObjectMetadata{}
+		rb.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
+		err := s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: namespaced.ClusterRole}, rb)
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		return s.binder.Bind(ctx, namespace)
 	}
 	if s.binder != nil {
 		if err := s.binder.Bind(ctx, namespace); err != nil {

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -141,6 +142,18 @@ func TestScopeFollowsTheModuleNamespaceWithTheManagersRBAC(t *testing.T) {
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: namespaced.ClusterRole}, rb.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: id.ServiceAccount, Namespace: home}}, rb.Subjects)
 	require.NoError(t, sc.Enter(ctx, "team-a"), "entering again changes nothing")
+	assert.Equal(t, rb.UID, getUID(t, admin, "team-a"), "the binding is kept")
+
+	// Someone deletes the binding: once the cache has seen it go, entering
+	// again binds again.
+	require.NoError(t, admin.Delete(ctx, rb))
+	rbMeta := &metav1.PartialObjectMetadata{}
+	rbMeta.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
+	eventually("the cache to miss the binding", func() bool {
+		return apierrors.IsNotFound(sc.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: namespaced.ClusterRole}, rbMeta))
+	})
+	require.NoError(t, sc.Enter(ctx, "team-a"))
+	assert.NotEqual(t, rb.UID, getUID(t, admin, "team-a"), "a new binding")
 
 	require.NoError(t, admin.Create(ctx, labelled("team-a", "b")))
 	require.NoError(t, admin.Create(ctx, labelled(home, "c")))
@@ -190,4 +203,11 @@ func TestScopeFollowsTheModuleNamespaceWithTheManagersRBAC(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	require.NoError(t, <-unboundDone)
+}
+
+func getUID(t *testing.T, c client.Client, namespace string) types.UID {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: namespaced.ClusterRole}, rb))
+	return rb.UID
 }
