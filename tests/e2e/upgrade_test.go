@@ -64,5 +64,10 @@ func TestUpgradeFromThePreviousChart(t *testing.T) {
 	assert.Contains(t, crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties, "secretMounts", "the CRD gained its field")
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d))
 	assert.Equal(t, uid, d.UID, "the controller is updated in place, not recreated")
+	// The chart now renders serverless-operator's selector; this install
+	// keeps its own (immutable), which the new Pod labels still satisfy.
+	assert.Equal(t, map[string]string{"app.kubernetes.io/name": "serverless", "app.kubernetes.io/component": "controller", "app.kubernetes.io/instance": "serverless"},
+		d.Spec.Selector.MatchLabels)
+	assert.Equal(t, "serverless", d.Spec.Template.Labels["app"], "the Pods carry the new selector's labels too")
 	e.requireConsistent(ctx, cr)
 }
