@@ -342,7 +342,8 @@ func (b *bench) waitFunctionsGuard(ctx context.Context) error {
 			return false, "", err
 		}
 		for _, cond := range cr.Status.Conditions {
-			if cond.Type == v1alpha1.ConditionDeleted && strings.HasPrefix(cond.Message, "1000 Functions still exist") {
+			// The message may lead with the manager's own cause (v1alpha1.NewCondition).
+			if cond.Type == v1alpha1.ConditionDeleted && strings.Contains(cond.Message, "1000 Functions still exist") {
 				return true, cond.Message, nil
 			}
 		}
