@@ -105,6 +105,15 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	}, dumps...)
 	waitCR("the CR to be Ready again", func(cr *v1alpha1.Serverless) bool { return cr.Status.State == v1alpha1.StateReady })
 
+	// The binding deleted by someone comes back: the manager's watch there
+	// still reports it, and it may create RoleBindings anywhere.
+	require.NoError(t, e.c.Delete(ctx, rb))
+	framework.WaitFor(t, 30*time.Second, "the manager's RoleBinding to be back in "+team, func(ctx context.Context) (bool, string, error) {
+		again := &rbacv1.RoleBinding{}
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: managerBinding}, again)
+		return err == nil && again.UID != rb.UID, "", client.IgnoreNotFound(err)
+	}, dumps...)
+
 	// One CR per cluster: the usual kyma-system/default waits.
 	e.applySample("default-serverless-cr.yaml")
 	waiting := e.waitState("default", v1alpha1.StateWarning)
