@@ -13,9 +13,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
@@ -94,6 +97,17 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: managerBinding}, rb.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: module.Manager().ServiceAccount, Namespace: ns}}, rb.Subjects)
 
+	// The Function controller of that installation (run as its Deployment
+	// there configures it, under its ServiceAccount there) builds and runs
+	// a Function of a user namespace from the copies of team's base objects.
+	f := e.functionControllerIn(team)
+	fnNS := e.cluster.Namespace(t, "functions")
+	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "hello", v1alpha2.RuntimeNodejs22, "hello from "+team)))
+	f.waitRunning(fnNS, "hello")
+	require.NoError(t, f.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: "hello"}}))
+	f.waitFunctionGone(fnNS, "hello")
+	require.NoError(t, f.fc.Stop(), "stopping the Function controller")
+
 	// Drift in that namespace is seen: the manager's watches are there.
 	before := &appsv1.Deployment{}
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: controllerName}, before))
@@ -130,6 +144,7 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 		return false, describe(cr), err
 	}, dumps...)
 	assert.Empty(t, e.moduleObjectsIn(team), "objects of the module left in %s", team)
+	assert.Empty(t, e.moduleObjectsIn(fnNS), "copies of the module's base objects left in %s", fnNS)
 	err := e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: managerBinding}, rb)
 	assert.True(t, apierrors.IsNotFound(err), "the manager's RoleBinding in %s: %v", team, err)
 
@@ -153,4 +168,35 @@ func (e *env) controllerEnvIn(namespace string) map[string]string {
 		out[v.Name] = v.Value
 	}
 	return out
+}
+
+// functionControllerIn runs the Function controller as the Deployment of
+// the module installed in namespace configures it.
+func (e *env) functionControllerIn(namespace string) *fnEnv {
+	e.t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(e.t, clientgoscheme.AddToScheme(s))
+	require.NoError(e.t, v1alpha2.AddToScheme(s))
+	fcs, err := e.cluster.NewClient(s)
+	require.NoError(e.t, err)
+	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
+	require.NoError(e.t, err)
+	fc, err := e.cluster.RunLikeDeployment(e.t.Context(), "function-controller-"+e.t.Name(), namespace, framework.FunctionControllerDeployment)
+	require.NoError(e.t, err)
+	// Stopping twice is fine: a test that gets through stops it before the
+	// uninstall removes its ServiceAccount.
+	e.t.Cleanup(func() { _ = fc.Stop() })
+	f := &fnEnv{env: e, fc: fc, fcs: fcs, jobs: watchJobs(e.t, wc)}
+	f.waitControllerReady()
+	return f
+}
+
+// waitFunctionGone waits until the Function is deleted (no finalizer: its
+// children go by their owner references).
+func (f *fnEnv) waitFunctionGone(ns, name string) {
+	f.t.Helper()
+	framework.WaitFor(f.t, time.Minute, "Function "+ns+"/"+name+" to be gone", func(ctx context.Context) (bool, string, error) {
+		err := f.fcs.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha2.Function{})
+		return apierrors.IsNotFound(err), "", client.IgnoreNotFound(err)
+	})
 }
