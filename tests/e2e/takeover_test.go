@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,13 +14,19 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/upstreamtest"
 	"github.com/kyma-project/serverless-manager/tests/framework"
@@ -54,20 +62,26 @@ func (e *env) moduleIdentities(ctx context.Context) map[string]identity {
 }
 
 // upstreamLabelled lists the objects of the module's kinds that still say
-// serverless-operator manages them.
-func (e *env) upstreamLabelled(ctx context.Context) []string {
-	e.t.Helper()
+// serverless-operator manages them: namespaced ones in namespace (every
+// namespace when it is empty) and cluster-scoped ones.
+func (e *env) upstreamLabelled(ctx context.Context, namespace string) ([]string, error) {
 	var out []string
 	for _, k := range kinds.Managed() {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
-		require.NoError(e.t, e.c.List(ctx, list, client.MatchingLabels{module.LabelManagedBy: upstreamtest.Manager}))
+		opts := []client.ListOption{client.MatchingLabels{module.LabelManagedBy: upstreamtest.Manager}}
+		if k.Namespaced && namespace != "" {
+			opts = append(opts, client.InNamespace(namespace))
+		}
+		if err := e.c.List(ctx, list, opts...); err != nil {
+			return nil, err
+		}
 		for _, o := range list.Items {
 			out = append(out, k.GVK.Kind+"/"+o.Namespace+"/"+o.Name)
 		}
 	}
 	sort.Strings(out)
-	return out
+	return out, nil
 }
 
 // serverless-operator 1.8.4 installed the module (fixtures: what it leaves
@@ -105,6 +119,21 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	credsBefore := &corev1.Secret{}
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registrySecret}, credsBefore))
 
+	// A Function that 1.8.4's controller built and runs. The module's own
+	// controller plays it, run with upstream's Deployment configuration (the
+	// same APP_* settings: it is a drop-in for 1.8.4's).
+	f := e.standInFunctionController(inst)
+	fnNS := "takeover-functions"
+	require.NoError(t, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}}))
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
+	})
+	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "old", v1alpha2.RuntimePython312, "built by 1.8.4")))
+	f.waitRunning(fnNS, "old")
+	fnDeployment := f.deployment(fnNS, "old")
+	require.Equal(t, 1, f.jobs.count(fnNS, "old"))
+	require.NoError(t, f.fc.Stop(), "upstream's controller goes with its operator")
+
 	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	cr := e.waitFor("default", "the takeover to be Ready with the manager's finalizer only", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation &&
@@ -119,9 +148,9 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 
 	err = e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: upstreamtest.CacheSecret}, &corev1.Secret{})
 	assert.True(t, apierrors.IsNotFound(err), "the manifest cache Secret is gone: %v", err)
-	framework.WaitFor(t, 30*time.Second, "no object labelled as serverless-operator's", func(ctx context.Context) (bool, string, error) {
-		left := e.upstreamLabelled(ctx)
-		return len(left) == 0, "left: " + joinLines(left), nil
+	framework.WaitFor(t, 30*time.Second, "no object of the module labelled as serverless-operator's", func(ctx context.Context) (bool, string, error) {
+		left, err := e.upstreamLabelled(ctx, ns)
+		return len(left) == 0, "left: " + joinLines(left), err
 	})
 	err = e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: upstreamtest.OnlyUpstream}, &corev1.ConfigMap{})
 	assert.True(t, apierrors.IsNotFound(err), "what only upstream's chart rendered is pruned: %v", err)
@@ -132,6 +161,115 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	assert.Equal(t, "data", d.Spec.Template.Spec.Volumes[0].Name)
 	assert.Equal(t, module.RegistryPVCName, d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName, "on the same claim")
 	e.requireConsistent(ctx, cr)
+
+	// The module's controller, as the taken-over Deployment runs it, adopts
+	// the Function: no new build, no rollout.
+	fc, err := e.cluster.StartFunctionController(ctx, "function-controller-"+t.Name())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fc.Stop() })
+	f.fc = fc
+	f.waitControllerReady()
+	f.waitFunction(fnNS, "old", "to be Running under the module's controller", time.Minute, func(fn *v1alpha2.Function) bool {
+		return isRunning(fn) && fn.Status.BuiltImage != ""
+	})
+	time.Sleep(3 * time.Second) // a rebuild or rollout would have started by now
+	assert.Equal(t, 1, f.jobs.count(fnNS, "old"), "no new build Job: %v", f.jobs.names(fnNS, "old"))
+	after := f.deployment(fnNS, "old")
+	assert.Equal(t, fnDeployment.UID, after.UID, "the Function's Deployment is kept")
+	assert.Equal(t, fnDeployment.Generation, after.Generation, "the Function's Deployment is not rolled")
+	assert.Equal(t, fnDeployment.Spec.Template, after.Spec.Template, "the Function's Pod template is unchanged")
+	// The copies 1.8.4's controller made in the Function's namespace carried
+	// the base objects' labels; the module's controller brings them in line.
+	framework.WaitFor(t, 30*time.Second, "no object anywhere labelled as serverless-operator's", func(ctx context.Context) (bool, string, error) {
+		left, err := e.upstreamLabelled(ctx, "")
+		return len(left) == 0, "left: " + joinLines(left), err
+	})
+}
+
+// standInFunctionController runs the Function controller with the
+// configuration of upstream's Deployment serverless-ctrl-mngr (env and
+// volumes): a copy of it with the module's binary as command, no replicas
+// (nothing else may run it) and a ServiceAccount holding the controller's
+// ClusterRole, standing in for 1.8.4's controller image.
+func (e *env) standInFunctionController(inst *upstreamtest.Installation) *fnEnv {
+	e.t.Helper()
+	t, ctx := e.t, e.t.Context()
+	const name = "takeover-stand-in"
+	roles, err := manifest.ReadFile(filepath.Join(e.cluster.Root(), "charts", "serverless", "files", "function-controller-rbac", "role.yaml"))
+	require.NoError(t, err)
+	var rules []rbacv1.PolicyRule
+	for _, r := range roles {
+		if r.GetKind() != "ClusterRole" {
+			continue
+		}
+		role := &rbacv1.ClusterRole{}
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(r.Object, role))
+		rules = role.Rules
+	}
+	require.NotEmpty(t, rules, "the controller's generated ClusterRole")
+	objs := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}},
+	}
+	d := inst.Object("Deployment", controllerName).DeepCopy()
+	d.SetName(name)
+	d.SetLabels(map[string]string{"app": name})
+	spec := d.Object["spec"].(map[string]any)
+	spec["replicas"] = int64(0)
+	spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": name}}
+	tmpl := spec["template"].(map[string]any)
+	tmpl["metadata"] = map[string]any{"labels": map[string]any{"app": name}}
+	pod := tmpl["spec"].(map[string]any)
+	pod["serviceAccountName"] = name
+	ctr := pod["containers"].([]any)[0].(map[string]any)
+	ctr["command"] = []any{"/function-controller"}
+	// 1.8.4's controller ignored the chart's minRequestCpu/minRequestMemory
+	// keys (no minimums, contract §2.3); the module's rejects unknown keys.
+	for _, v := range ctr["env"].([]any) {
+		env := v.(map[string]any)
+		if env["name"] == "APP_FUNCTION_RESOURCE_CONFIG" {
+			var kept []string
+			for _, line := range strings.Split(env["value"].(string), "\n") {
+				if !strings.Contains(line, "minRequestCpu:") && !strings.Contains(line, "minRequestMemory:") {
+					kept = append(kept, line)
+				}
+			}
+			env["value"] = strings.Join(kept, "\n")
+		}
+	}
+	// Its health port, which the test's readiness check uses.
+	ctr["ports"] = []any{
+		map[string]any{"name": "http-metrics", "containerPort": int64(8080)},
+		map[string]any{"name": "health", "containerPort": int64(8090)},
+	}
+	objs = append(objs, d)
+	for _, o := range objs {
+		require.NoError(t, e.c.Create(ctx, o), "creating %s", o.GetName())
+	}
+	t.Cleanup(func() {
+		for _, o := range objs {
+			_ = e.c.Delete(context.Background(), o)
+		}
+	})
+
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	require.NoError(t, v1alpha2.AddToScheme(s))
+	require.NoError(t, apiextensionsv1.AddToScheme(s))
+	fcs, err := e.cluster.NewClient(s)
+	require.NoError(t, err)
+	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
+	require.NoError(t, err)
+	fc, err := e.cluster.RunLikeDeployment(ctx, "function-controller-1.8.4-stand-in", ns, name)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fc.Stop() })
+	f := &fnEnv{env: e, fc: fc, fcs: fcs, jobs: watchJobs(t, wc)}
+	f.waitControllerReady()
+	return f
 }
 
 func joinLines(s []string) string {
