@@ -4,13 +4,16 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -119,9 +122,11 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	}, dumps...)
 	waitCR("the CR to be Ready again", func(cr *v1alpha1.Serverless) bool { return cr.Status.State == v1alpha1.StateReady })
 
-	// The binding deleted by someone comes back: the manager's watch there
-	// still reports it, and it may create RoleBindings anywhere.
+	// The binding forced away by someone (deleted, finalizer removed) comes
+	// back: the manager's watch there still reports it, and it may create
+	// RoleBindings anywhere.
 	require.NoError(t, e.c.Delete(ctx, rb))
+	require.NoError(t, e.edit(rb, func() { rb.Finalizers = nil }))
 	framework.WaitFor(t, 30*time.Second, "the manager's RoleBinding to be back in "+team, func(ctx context.Context) (bool, string, error) {
 		again := &rbacv1.RoleBinding{}
 		err := e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: managerBinding}, again)
@@ -168,6 +173,43 @@ func (e *env) controllerEnvIn(namespace string) map[string]string {
 		out[v.Name] = v.Value
 	}
 	return out
+}
+
+// Deleting the namespace of the served CR uninstalls the module from it:
+// the namespace controller deletes the manager's RoleBinding with
+// everything else, but its finalizer keeps the manager's rights until the
+// uninstall there is done, so the namespace goes, and nothing of the module
+// is left (its cluster-scoped objects included).
+func TestNamespaceOfTheServedCRDeleted(t *testing.T) {
+	e := startManager(t)
+	ctx := t.Context()
+	team := e.cluster.Namespace(t, "team")
+	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "default"},
+		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)}}}
+	require.NoError(t, e.c.Create(ctx, cr))
+	dumps := []func() string{framework.DumpObject(e.c, cr), framework.DumpEvents(e.c, team), framework.DumpLog(e.mgr, 60)}
+	framework.WaitFor(t, 2*time.Minute, "the CR in "+team+" to be Ready", func(ctx context.Context) (bool, string, error) {
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return false, "", err
+		}
+		return cr.Status.State == v1alpha1.StateReady, describe(cr), nil
+	}, dumps...)
+
+	require.NoError(t, e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}}))
+	framework.WaitFor(t, 2*time.Minute, "namespace "+team+" to be gone", func(ctx context.Context) (bool, string, error) {
+		nsObj := &corev1.Namespace{}
+		err := e.c.Get(ctx, types.NamespacedName{Name: team}, nsObj)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("%s %v", nsObj.Status.Phase, nsObj.Status.Conditions), err
+	}, dumps...)
+	err := e.c.Get(ctx, types.NamespacedName{Name: "functions.serverless.kyma-project.io"}, &apiextensionsv1.CustomResourceDefinition{})
+	assert.True(t, apierrors.IsNotFound(err), "the Function CRD is uninstalled too: %v", err)
+	for _, name := range []string{"serverless", "kyma-functions-edit", "kyma-functions-view"} {
+		err := e.c.Get(ctx, types.NamespacedName{Name: name}, &rbacv1.ClusterRole{})
+		assert.True(t, apierrors.IsNotFound(err), "ClusterRole %s: %v", name, err)
+	}
 }
 
 // functionControllerIn runs the Function controller as the Deployment of

@@ -260,11 +260,11 @@ func TestManagerEscalatesOnlyTheUserRoles(t *testing.T) {
 
 // The manager grants itself its namespaced ClusterRole in the served CR's
 // namespace: it may create RoleBindings (create cannot be limited by name),
-// read and delete only its own, and bind no other role.
+// read, release (finalizer) and delete only its own, and bind no other role.
 func TestManagerBindsOnlyItsNamespacedRole(t *testing.T) {
 	cr, _ := managerRBAC(t)
 	assert.True(t, allows(cr.Rules, "rbac.authorization.k8s.io", "rolebindings", "create", ""))
-	for _, verb := range []string{"get", "delete"} {
+	for _, verb := range []string{"get", "patch", "delete"} {
 		assert.True(t, allows(cr.Rules, "rbac.authorization.k8s.io", "rolebindings", verb, namespaced.ClusterRole), verb)
 		assert.False(t, allows(cr.Rules, "rbac.authorization.k8s.io", "rolebindings", verb, "other"), verb)
 	}

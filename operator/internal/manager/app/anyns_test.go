@@ -114,9 +114,12 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	markAvailableIn(t, c, team, "fixture-controller")
 	waitStateIn(t, c, team, "default", v1alpha1.StateReady)
 
-	// The manager's binding deleted by someone is made again (its deletion
-	// is watched), before the manager's rights there run out.
+	// The manager's binding forced away by someone (finalizer removed) is
+	// made again (its deletion is watched).
 	require.NoError(t, c.Delete(ctx, rb))
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(rb), rb))
+	rb.Finalizers = nil
+	require.NoError(t, c.Update(ctx, rb))
 	eventually(t, 10*time.Second, "a new RoleBinding in team-a", func() (bool, string) {
 		again := &rbacv1.RoleBinding{}
 		err := c.Get(ctx, types.NamespacedName{Namespace: team, Name: namespaced.ClusterRole}, again)

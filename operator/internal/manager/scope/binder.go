@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/scope/namespaced"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
@@ -19,7 +20,7 @@ import (
 // manager's namespaced ClusterRole (bind instead of holding its rules
 // cluster-wide, which is what the split into a Role avoids):
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;delete,resourceNames=serverless-manager-namespaced
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;patch;delete,resourceNames=serverless-manager-namespaced
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=serverless-manager-namespaced
 
 // Binder grants the manager's ServiceAccount namespaced.ClusterRole in a
@@ -42,13 +43,17 @@ func NewBinder(c client.Client, api client.Reader, home, serviceAccount string) 
 // RoleBinding is the binding Bind creates in namespace.
 func (b *Binder) RoleBinding(namespace string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
-		// The module's labels: the namespace cache holds it, so its deletion
+		// The module's labels: the namespace cache holds it, so its loss
 		// brings a reconcile, which binds again (Scope.Enter). Created, not
 		// applied: the uninstall's sweep of what the manager applied leaves
-		// it to Unbind, the uninstall's last step before the finalizer.
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespaced.ClusterRole, Labels: module.Labels()},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: namespaced.ClusterRole},
-		Subjects:   []rbacv1.Subject{b.subject},
+		// it to Unbind, the uninstall's last step before the CR's finalizer.
+		// Its own finalizer keeps the manager's rights while the namespace
+		// is deleted with the CR in it (the namespace controller deletes
+		// every RoleBinding at once): the uninstall there can still finish.
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: namespaced.ClusterRole, Labels: module.Labels(),
+			Finalizers: []string{module.Finalizer}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: namespaced.ClusterRole},
+		Subjects: []rbacv1.Subject{b.subject},
 	}
 }
 
@@ -75,7 +80,7 @@ func (b *Binder) Bind(ctx context.Context, namespace string) error {
 	if err != nil {
 		return fmt.Errorf("reading RoleBinding %s/%s: %w", namespace, want.Name, err)
 	}
-	if live.RoleRef != want.RoleRef || !slices.Contains(live.Subjects, b.subject) {
+	if !b.ours(live) {
 		return fmt.Errorf("RoleBinding %s/%s exists and does not bind ClusterRole %s to ServiceAccount %s/%s; delete it to let the manager create its own",
 			namespace, want.Name, namespaced.ClusterRole, b.subject.Namespace, b.subject.Name)
 	}
@@ -83,14 +88,42 @@ func (b *Binder) Bind(ctx context.Context, namespace string) error {
 }
 
 // Unbind removes the manager's RoleBinding from namespace (never from its
-// own namespace, where config/rbac binds it).
+// own namespace, where config/rbac binds it, nor a RoleBinding of that name
+// that is not the manager's): its finalizer first, then the object.
 func (b *Binder) Unbind(ctx context.Context, namespace string) error {
 	if namespace == b.home {
 		return nil
 	}
-	err := b.client.Delete(ctx, b.RoleBinding(namespace))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing RoleBinding %s/%s: %w", namespace, namespaced.ClusterRole, err)
+	live := &rbacv1.RoleBinding{}
+	err := b.api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: namespaced.ClusterRole}, live)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading RoleBinding %s/%s: %w", namespace, namespaced.ClusterRole, err)
+	}
+	if !b.ours(live) {
+		return nil
+	}
+	if controllerutil.ContainsFinalizer(live, module.Finalizer) {
+		patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(live, module.Finalizer)
+		if err := b.client.Patch(ctx, live, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing RoleBinding %s/%s: %w", namespace, live.Name, err)
+		}
+	}
+	if live.DeletionTimestamp != nil {
+		return nil // going already; the finalizer was all that kept it
+	}
+	err = b.client.Delete(ctx, live, client.Preconditions{UID: &live.UID})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing RoleBinding %s/%s: %w", namespace, live.Name, err)
 	}
 	return nil
+}
+
+// ours tells whether rb grants the manager's namespaced ClusterRole to it.
+func (b *Binder) ours(rb *rbacv1.RoleBinding) bool {
+	want := b.RoleBinding(rb.Namespace)
+	return rb.RoleRef == want.RoleRef && slices.Contains(rb.Subjects, b.subject)
 }

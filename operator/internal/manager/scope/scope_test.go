@@ -144,9 +144,19 @@ func TestScopeFollowsTheModuleNamespaceWithTheManagersRBAC(t *testing.T) {
 	require.NoError(t, sc.Enter(ctx, "team-a"), "entering again changes nothing")
 	assert.Equal(t, rb.UID, getUID(t, admin, "team-a"), "the binding is kept")
 
-	// Someone deletes the binding: once the cache has seen it go, entering
-	// again binds again.
+	// Someone deletes the binding: it stays, with the manager's rights,
+	// until the manager lets it go.
 	require.NoError(t, admin.Delete(ctx, rb))
+	require.NoError(t, admin.Get(ctx, client.ObjectKeyFromObject(rb), rb))
+	assert.NotNil(t, rb.DeletionTimestamp)
+	assert.Equal(t, []string{module.Finalizer}, rb.Finalizers)
+	require.NoError(t, sc.Enter(ctx, "team-a"))
+	require.NoError(t, asManager.List(ctx, &corev1.PersistentVolumeClaimList{}, client.InNamespace("team-a")), "the rights hold while it is being deleted")
+
+	// Forced away (finalizer removed): once the cache has seen it go,
+	// entering again binds again.
+	rb.Finalizers = nil
+	require.NoError(t, admin.Update(ctx, rb))
 	rbMeta := &metav1.PartialObjectMetadata{}
 	rbMeta.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
 	eventually("the cache to miss the binding", func() bool {
@@ -163,7 +173,9 @@ func TestScopeFollowsTheModuleNamespaceWithTheManagersRBAC(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	assert.False(t, events.has(home+"/c"), "the home cache was stopped")
 
-	// The uninstall in team-a is done: back home, the binding goes.
+	// The uninstall in team-a is done: back home, the binding goes, also
+	// when it is being deleted already (its namespace goes).
+	require.NoError(t, admin.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: namespaced.ClusterRole}}))
 	require.NoError(t, sc.Leave(ctx, "team-a"))
 	assert.Equal(t, home, sc.Namespace())
 	err = admin.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: namespaced.ClusterRole}, rb)
@@ -179,6 +191,8 @@ func TestScopeFollowsTheModuleNamespaceWithTheManagersRBAC(t *testing.T) {
 	err = sc.Enter(ctx, "team-b")
 	require.ErrorContains(t, err, "delete it")
 	assert.Equal(t, home, sc.Namespace())
+	require.NoError(t, sc.Leave(ctx, "team-b"))
+	require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: namespaced.ClusterRole}, rb), "leaving never deletes a foreign binding")
 
 	// Without its binding the manager cannot list team-c: the move fails in
 	// time and the module namespace stays where it was.
