@@ -125,8 +125,9 @@ func (s *Scope) NeedLeaderElection() bool { return false }
 // Enter makes namespace the module namespace: the manager gets its
 // namespaced permissions there (outside home), then the cache moves. In the
 // current namespace it only binds again when its RoleBinding is gone from
-// the cache (someone deleted it: the watches already running still report
-// that), which costs no request while it is there.
+// the cache (someone deleted it and removed its finalizer: the watches
+// already running still report that), which costs no request while it is
+// there.
 func (s *Scope) Enter(ctx context.Context, namespace string) error {
 	if s.Namespace() == namespace {
 		if s.binder == nil || namespace == s.home {
