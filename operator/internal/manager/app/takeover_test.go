@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -199,4 +200,48 @@ func TestUpstreamFinalizerGoesWithTheUninstall(t *testing.T) {
 		}
 		return false, describe(got) + " finalizers " + strings.Join(got.Finalizers, ",")
 	})
+}
+
+// The report that started the takeover: an earlier manager without it ran
+// on upstream's installation and failed half-way, leaving both finalizers
+// and objects applied by both field managers. The takeover merges
+// upstream's fields into the manager's and finishes the job.
+func TestTakeoverAfterAFailedAttempt(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	ctx := context.Background()
+	inst, err := upstreamtest.Load(repo.MustRoot())
+	require.NoError(t, err)
+	require.NoError(t, inst.Install(ctx, c))
+	bound(t, c)
+	// What the failed attempt left: its finalizer and one object it applied.
+	updateCR(t, c, "default", func(cr *v1alpha1.Serverless) { cr.Finalizers = append(cr.Finalizers, module.Finalizer) })
+	half := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": ns, "name": "serverless-configuration", "labels": map[string]any{
+			module.LabelManagedBy: module.ManagedBy, module.LabelModule: "serverless", module.LabelPartOf: "serverless"}},
+		"data": map[string]any{"log-config.yaml": "logLevel: info\nlogFormat: json\n"},
+	}}
+	require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(half), client.FieldOwner(module.ManagerName), client.ForceOwnership))
+
+	startManagerWithFS(t, env, charts.Serverless(), reconciler.Options{})
+	eventually(t, 60*time.Second, "the takeover to be Ready", func() (bool, string) {
+		cr := getCR(t, c, "default")
+		if cr.Status.State == v1alpha1.StateProcessing {
+			for _, d := range []string{"serverless-ctrl-mngr", "serverless-docker-registry"} {
+				markAvailable(t, c, d)
+			}
+		}
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation, describe(cr)
+	})
+	assert.Equal(t, []string{module.Finalizer}, getCR(t, c, "default").Finalizers)
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "serverless-configuration"}, cm))
+	assert.NotContains(t, cm.Labels, "version", "upstream's label went with the merged fields")
+	var managers []string
+	for _, e := range cm.ManagedFields {
+		managers = append(managers, e.Manager+"/"+string(e.Operation))
+	}
+	assert.Equal(t, []string{module.ManagerName + "/Apply"}, managers, "one owner: the manager")
+	assert.Empty(t, upstreamLabelled(t, c))
 }
