@@ -25,9 +25,7 @@ manifests: tools ## regenerate CRDs and each binary's ClusterRole from controlle
 	$(ASSETS)/controller-gen object paths=./operator/api/...
 	$(ASSETS)/controller-gen crd paths=./operator/api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(ASSETS)/controller-gen crd paths=./operator/api/function/... output:crd:artifacts:config=charts/serverless/crds
-	$(ASSETS)/controller-gen rbac:roleName=serverless-manager paths="./operator/cmd/manager/...;$$(go list ./operator/internal/manager/... | grep -v /scope/namespaced | paste -sd';')" output:rbac:artifacts:config=config/rbac
-	$(ASSETS)/controller-gen rbac:roleName=serverless-manager-namespaced,fileName=role_namespaced.yaml paths=./operator/internal/manager/scope/namespaced output:rbac:artifacts:config=config/rbac
-	$(ASSETS)/controller-gen rbac:roleName=serverless paths="./operator/cmd/function-controller/...;./operator/internal/function/..." output:rbac:artifacts:config=charts/serverless/files/function-controller-rbac
+	hack/rbac.sh
 
 test: tools test-unit image test-e2e ## all three layers: unit, envtest integration, e2e (and the images)
 

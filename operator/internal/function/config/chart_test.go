@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/charts"
@@ -169,7 +170,7 @@ func TestChartEnvironment(t *testing.T) {
 			values: func(t *testing.T) map[string]any {
 				spec := v1alpha1.ServerlessSpec{
 					DefaultBuildJobPreset: "fast", DefaultRuntimePodPreset: "XL", LogLevel: "debug", LogFormat: "text",
-					TargetCPUUtilizationPercentage: ptr.To[int32](70), FunctionBuildMaxSimultaneousJobs: ptr.To[int32](9),
+					TargetCPUUtilizationPercentage: ptr.To(intstr.FromInt32(70)), FunctionBuildMaxSimultaneousJobs: ptr.To(intstr.FromString("9")),
 					FunctionBuildExecutorArgs: "--insecure,--cache=false", FunctionRequeueDuration: "90s", HealthzLivenessTimeout: "20s",
 					Eventing: &v1alpha1.Endpoint{Endpoint: "http://events.example/publish"},
 					Tracing:  &v1alpha1.Endpoint{Endpoint: "http://otel.example:4318/v1/traces"},
