@@ -48,6 +48,13 @@ const (
 	// ReasonApplyFailed: the API server rejected or did not take a write of a
 	// chart object.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonScopeFailed: the manager could not take up the CR's namespace
+	// (its RoleBinding there, the cache of that namespace).
+	ReasonScopeFailed = "ScopeFailed"
+	// ReasonTakeoverFailed: taking over serverless-operator's installation
+	// (moving its field ownership, deleting what only its chart rendered or
+	// its manifest cache Secret) failed.
+	ReasonTakeoverFailed = "TakeoverFailed"
 	// ReasonFinalizerFailed: the manager's finalizer could not be added to the CR.
 	ReasonFinalizerFailed = "FinalizerFailed"
 	ReasonInstalling      = "Installing"

@@ -33,7 +33,7 @@ func (r *Reconciler) stepScope(ctx context.Context, s *state) bool {
 		return true
 	}
 	if err := r.opts.Scope.Enter(ctx, s.cr.Namespace); err != nil {
-		condType, cause := v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed
+		condType, cause := v1alpha1.ConditionInstalled, v1alpha1.ReasonScopeFailed
 		if s.cr.DeletionTimestamp != nil {
 			condType, cause = v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed
 		}

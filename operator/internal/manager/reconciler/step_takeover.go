@@ -42,7 +42,7 @@ func (r *Reconciler) stepTakeover(ctx context.Context, s *state) bool {
 			return false
 		}
 		if err != nil {
-			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed,
+			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonTakeoverFailed,
 				fmt.Errorf("taking over serverless-operator's %s: %w", ref, err), true)
 		}
 		if moved {

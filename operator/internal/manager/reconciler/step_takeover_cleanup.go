@@ -55,7 +55,7 @@ func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
 		}
 		gone, err := r.deleteUpstreamOnly(ctx, ref)
 		if err != nil {
-			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed,
+			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonTakeoverFailed,
 				fmt.Errorf("pruning serverless-operator's %s: %w", ref, err), true)
 		}
 		if gone {
@@ -80,7 +80,7 @@ func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
 	if up.cache != nil {
 		err := r.client.Delete(ctx, up.cache, client.Preconditions{UID: &up.cache.UID})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonApplyFailed,
+			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonTakeoverFailed,
 				fmt.Errorf("deleting serverless-operator's manifest cache Secret: %w", err), true)
 		}
 	}
