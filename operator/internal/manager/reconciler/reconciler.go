@@ -141,9 +141,6 @@ type Reconciler struct {
 	// reads memoizes what the configuration reads from Secrets and Services.
 	reads readMemo
 
-	// takeover remembers the CRs without traces of serverless-operator.
-	takeover takeoverMemo
-
 	// functionsWatch watches Function deletions while an uninstall waits
 	// for them; set up by SetupWithManager, nil (a no-op) without it.
 	functionsWatch *functionsWatch

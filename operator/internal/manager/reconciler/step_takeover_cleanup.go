@@ -26,12 +26,13 @@ var crdKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResou
 
 // stepTakeoverCleanup ends the takeover of serverless-operator 1.x once the
 // chart is applied: the objects only upstream's chart rendered are deleted,
-// upstream's finalizer leaves the CR (the manager's is on it), and the
-// manifest cache Secret goes last, as it is the record of what upstream
-// installed. An object is deleted only when all of these hold: upstream's
-// manifest names it, the chart does not render it, its kind is one the
-// module owns, it lives in the module namespace (or is cluster-scoped) and
-// the API server shows it labelled by upstream and applied by it. A CRD is
+// the manifest cache Secret goes, and upstream's finalizer leaves the CR
+// last (the manager's is on it): while it is there, a takeover cut short is
+// found and finished again. An object is deleted only when all of these
+// hold: upstream's manifest names it, the chart does not render it, its kind
+// is one the module owns, it lives in the module namespace (or is
+// cluster-scoped) and the API server shows it labelled by upstream and
+// applied by it. A CRD is
 // never deleted here. Whatever a user made (their Functions, a copy of an
 // object, their Secrets) fails one of these and stays.
 func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
@@ -62,27 +63,25 @@ func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
 			pruned = append(pruned, ref.String())
 		}
 	}
-	if up.finalizer {
-		patch := client.MergeFromWithOptions(s.cr.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		status := s.cr.Status.DeepCopy()
-		controllerutil.RemoveFinalizer(s.cr, UpstreamFinalizer)
-		err := r.client.Patch(ctx, s.cr, patch)
-		s.cr.Status = *status
-		if apierrors.IsConflict(err) {
-			s.result = ctrl.Result{Requeue: true}
-			return false
-		}
-		if err != nil {
-			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonFinalizerFailed,
-				fmt.Errorf("removing serverless-operator's finalizer: %w", err), true)
-		}
-	}
 	if up.cache != nil {
 		err := r.client.Delete(ctx, up.cache, client.Preconditions{UID: &up.cache.UID})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonTakeoverFailed,
 				fmt.Errorf("deleting serverless-operator's manifest cache Secret: %w", err), true)
 		}
+	}
+	patch := client.MergeFromWithOptions(s.cr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	status := s.cr.Status.DeepCopy()
+	controllerutil.RemoveFinalizer(s.cr, UpstreamFinalizer)
+	err = r.client.Patch(ctx, s.cr, patch)
+	s.cr.Status = *status
+	if apierrors.IsConflict(err) {
+		s.result = ctrl.Result{Requeue: true}
+		return false
+	}
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonFinalizerFailed,
+			fmt.Errorf("removing serverless-operator's finalizer: %w", err), true)
 	}
 	msg := "took over the installation of serverless-operator: its objects are applied by " +
 		"the manager, its finalizer and its manifest cache Secret are removed"

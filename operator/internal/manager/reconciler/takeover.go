@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,8 +41,6 @@ const (
 // upstreamInstall is what the reconcile knows of an installation of
 // serverless-operator 1.x: nil when there is none.
 type upstreamInstall struct {
-	// finalizer: the CR still carries upstream's finalizer.
-	finalizer bool
 	// cache is the manifest cache Secret (nil when it is gone) with the
 	// objects its manifest names that the module may own: kinds of
 	// operator/pkg/kinds, namespaced ones in the CR's namespace.
@@ -70,24 +67,22 @@ func (o objectRef) key() string {
 	return o.gvk.Group + "/" + o.gvk.Kind + "/" + o.namespace + "/" + o.name
 }
 
-// upstream finds the traces of serverless-operator 1.x for cr: its
-// finalizer on the CR, its manifest cache Secret (read from the API server:
-// the manager caches only its own objects). A CR found without either is
-// remembered, so the lookup costs one request per CR and process.
+// upstream finds the traces of serverless-operator 1.x for cr. Its
+// finalizer on the CR is the sign: it puts it there before it installs
+// anything, and the takeover removes it last, so a takeover cut short is
+// found again and no request is spent on CRs without it. The manifest cache
+// Secret is then read from the API server (the manager caches only its own
+// objects).
 func (r *Reconciler) upstream(ctx context.Context, cr *v1alpha1.Serverless) (*upstreamInstall, error) {
-	up := &upstreamInstall{finalizer: controllerutil.ContainsFinalizer(cr, UpstreamFinalizer)}
-	if !up.finalizer && r.takeover.clean(cr.UID) {
+	if !controllerutil.ContainsFinalizer(cr, UpstreamFinalizer) {
 		return nil, nil
 	}
+	up := &upstreamInstall{}
 	key := types.NamespacedName{Namespace: UpstreamCacheNamespace, Name: UpstreamCacheSecret}
 	secret := &corev1.Secret{}
 	found, err := r.apiGet(ctx, key, secret)
 	if err != nil {
 		return nil, fmt.Errorf("reading serverless-operator's %s: %w", key, err)
-	}
-	if !found && !up.finalizer {
-		r.takeover.markClean(cr.UID)
-		return nil, nil
 	}
 	if found {
 		up.cache = secret
@@ -96,28 +91,6 @@ func (r *Reconciler) upstream(ctx context.Context, cr *v1alpha1.Serverless) (*up
 		}
 	}
 	return up, nil
-}
-
-// takeoverMemo remembers the CRs (by UID) that showed no trace of
-// serverless-operator; the zero value is ready to use.
-type takeoverMemo struct {
-	mu      sync.Mutex
-	cleanCR map[types.UID]bool
-}
-
-func (m *takeoverMemo) clean(uid types.UID) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cleanCR[uid]
-}
-
-func (m *takeoverMemo) markClean(uid types.UID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cleanCR == nil {
-		m.cleanCR = map[types.UID]bool{}
-	}
-	m.cleanCR[uid] = true
 }
 
 func (r *Reconciler) apiGet(ctx context.Context, key types.NamespacedName, into *corev1.Secret) (bool, error) {
