@@ -23,9 +23,7 @@ image: ## the OCI image of every binary in bin/image/<name>/ (no container engin
 
 manifests: tools ## regenerate CRDs and each binary's ClusterRole from controller-gen markers
 	$(ASSETS)/controller-gen object paths=./operator/api/...
-	$(ASSETS)/controller-gen crd paths=./operator/api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
-	$(ASSETS)/controller-gen crd paths=./operator/api/function/... output:crd:artifacts:config=charts/serverless/crds
-	hack/rbac.sh
+	hack/manifests.sh
 
 test: tools test-unit image test-e2e ## all three layers: unit, envtest integration, e2e (and the images)
 

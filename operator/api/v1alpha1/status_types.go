@@ -91,7 +91,8 @@ type ServerlessStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Configured, Installed and (while uninstalling) Deleted.
+	// Conditions: Configured, Installed, (while uninstalling) Deleted and
+	// (while a module Deployment cannot create its Pods) DeploymentFailure.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

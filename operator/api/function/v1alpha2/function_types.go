@@ -12,7 +12,7 @@ type Runtime string
 // FunctionSpec is what a user declares: source, runtime and how to run it.
 // Node.js dependencies are checked here as 1.8.4's controller checked them
 // (and the controller still does, for objects stored before this rule).
-// +kubebuilder:validation:XValidation:rule="!self.runtime.startsWith('nodejs') || !has(self.source.inline) || !has(self.source.inline.dependencies) || self.source.inline.dependencies.trim() == ” || (self.source.inline.dependencies.trim().startsWith('{') && self.source.inline.dependencies.trim().endsWith('}'))",message="spec.source.inline.dependencies must be a package.json object (start with { and end with }) for Node.js runtimes",fieldPath=".source.inline.dependencies"
+// +kubebuilder:validation:XValidation:rule="!self.runtime.startsWith('nodejs') || !has(self.source.inline) || !has(self.source.inline.dependencies) || size(self.source.inline.dependencies.trim()) == 0 || (self.source.inline.dependencies.trim().startsWith('{') && self.source.inline.dependencies.trim().endsWith('}'))",message="spec.source.inline.dependencies must be a package.json object (start with { and end with }) for Node.js runtimes",fieldPath=".source.inline.dependencies"
 type FunctionSpec struct {
 	// Runtime the Function's code runs on.
 	Runtime Runtime `json:"runtime"`
