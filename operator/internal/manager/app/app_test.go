@@ -150,26 +150,11 @@ func waitState(t *testing.T, c client.Client, name string, state v1alpha1.State)
 	return cr
 }
 
-// markAvailable plays kube-controller-manager: the Deployment rolled out.
+// markAvailable plays kube-controller-manager: the Deployment of the
+// manager's namespace rolled out.
 func markAvailable(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	eventually(t, 10*time.Second, "Deployment "+name+" to be marked available", func() (bool, string) {
-		d := &appsv1.Deployment{}
-		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
-			return false, err.Error()
-		}
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-			Conditions: []appsv1.DeploymentCondition{
-				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-			},
-		}
-		if err := c.Status().Update(context.Background(), d); err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
+	markAvailableIn(t, c, ns, name)
 }
 
 // updateCR changes a CR, retrying when the manager wrote its status meanwhile.

@@ -114,15 +114,7 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	require.NoError(t, c.Create(ctx, userCopy))
 
 	startManagerWithFS(t, env, charts.Serverless(), reconciler.Options{})
-	eventually(t, 60*time.Second, "the takeover to be Ready", func() (bool, string) {
-		cr := getCR(t, c, "default")
-		if cr.Status.State == v1alpha1.StateProcessing {
-			for _, d := range []string{"serverless-ctrl-mngr", "serverless-docker-registry"} {
-				markAvailable(t, c, d)
-			}
-		}
-		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation, describe(cr)
-	})
+	awaitTakeoverReady(t, c)
 
 	cr := getCR(t, c, "default")
 	assert.Equal(t, []string{module.Finalizer}, cr.Finalizers, "upstream's finalizer swapped for the manager's")
@@ -225,15 +217,7 @@ func TestTakeoverAfterAFailedAttempt(t *testing.T) {
 	require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(half), client.FieldOwner(module.ManagerName), client.ForceOwnership))
 
 	startManagerWithFS(t, env, charts.Serverless(), reconciler.Options{})
-	eventually(t, 60*time.Second, "the takeover to be Ready", func() (bool, string) {
-		cr := getCR(t, c, "default")
-		if cr.Status.State == v1alpha1.StateProcessing {
-			for _, d := range []string{"serverless-ctrl-mngr", "serverless-docker-registry"} {
-				markAvailable(t, c, d)
-			}
-		}
-		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation, describe(cr)
-	})
+	awaitTakeoverReady(t, c)
 	assert.Equal(t, []string{module.Finalizer}, getCR(t, c, "default").Finalizers)
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "serverless-configuration"}, cm))
@@ -244,4 +228,19 @@ func TestTakeoverAfterAFailedAttempt(t *testing.T) {
 	}
 	assert.Equal(t, []string{module.ManagerName + "/Apply"}, managers, "one owner: the manager")
 	assert.Empty(t, upstreamLabelled(t, c))
+}
+
+// awaitTakeoverReady waits for the default CR to be Ready, playing
+// kube-controller-manager for the taken-over Deployments meanwhile.
+func awaitTakeoverReady(t *testing.T, c client.Client) {
+	t.Helper()
+	eventually(t, 60*time.Second, "the takeover to be Ready", func() (bool, string) {
+		cr := getCR(t, c, "default")
+		if cr.Status.State == v1alpha1.StateProcessing {
+			for _, d := range []string{"serverless-ctrl-mngr", "serverless-docker-registry"} {
+				markAvailable(t, c, d)
+			}
+		}
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation, describe(cr)
+	})
 }
