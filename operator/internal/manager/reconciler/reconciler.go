@@ -325,6 +325,9 @@ type state struct {
 	applied []*unstructured.Unstructured
 	// own is what the uninstall may delete, rendered once per reconcile.
 	own *ownershipResult
+	// upstream is serverless-operator's installation the takeover step
+	// found (nil: none), for the cleanup after the apply.
+	upstream *upstreamInstall
 
 	result ctrl.Result
 	err    error

@@ -30,6 +30,7 @@ func (r *Reconciler) stepTakeover(ctx context.Context, s *state) bool {
 	if up == nil {
 		return true
 	}
+	s.upstream = up
 	for _, o := range s.objs {
 		ref, ok := managedRef(o, s.cr.Namespace)
 		if !ok {

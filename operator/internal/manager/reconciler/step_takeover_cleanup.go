@@ -36,10 +36,8 @@ var crdKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResou
 // never deleted here. Whatever a user made (their Functions, a copy of an
 // object, their Secrets) fails one of these and stays.
 func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
-	up, err := r.upstream(ctx, s.cr)
-	if err != nil {
-		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
-	}
+	// What the takeover step found before the apply: read once per reconcile.
+	up := s.upstream
 	if up == nil {
 		return true
 	}
@@ -73,7 +71,7 @@ func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
 	patch := client.MergeFromWithOptions(s.cr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	status := s.cr.Status.DeepCopy()
 	controllerutil.RemoveFinalizer(s.cr, UpstreamFinalizer)
-	err = r.client.Patch(ctx, s.cr, patch)
+	err := r.client.Patch(ctx, s.cr, patch)
 	s.cr.Status = *status
 	if apierrors.IsConflict(err) {
 		s.result = ctrl.Result{Requeue: true}
