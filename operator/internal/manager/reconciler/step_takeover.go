@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,15 +58,8 @@ func (r *Reconciler) stepTakeover(ctx context.Context, s *state) bool {
 // JSON patch that tests the resourceVersion: a concurrent change fails it
 // with a conflict instead of being overwritten.
 func (r *Reconciler) transferOwnership(ctx context.Context, ref objectRef) (bool, error) {
-	live := &metav1.PartialObjectMetadata{}
-	live.SetGroupVersionKind(ref.gvk)
-	err := r.api.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, live)
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		// Nothing to take over; or an object the manager may not read, which
-		// its apply would not be allowed to write either and says so.
-		return false, nil
-	}
-	if err != nil {
+	live, err := r.upstreamObject(ctx, ref)
+	if live == nil || err != nil {
 		return false, err
 	}
 	fields, changed, err := transferredFields(live.GetManagedFields())

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -95,13 +94,8 @@ func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
 // after the API server confirmed it is upstream's; gone reports whether it
 // no longer exists (or never was upstream's to delete).
 func (r *Reconciler) deleteUpstreamOnly(ctx context.Context, ref objectRef) (bool, error) {
-	live := &metav1.PartialObjectMetadata{}
-	live.SetGroupVersionKind(ref.gvk)
-	err := r.api.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, live)
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		return false, nil
-	}
-	if err != nil {
+	live, err := r.upstreamObject(ctx, ref)
+	if live == nil || err != nil {
 		return false, err
 	}
 	if !appliedByUpstream(live) || apply.AppliedByManager(live) || live.GetDeletionTimestamp() != nil {

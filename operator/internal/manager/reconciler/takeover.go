@@ -221,3 +221,20 @@ func appliedByUpstream(obj metav1.Object) bool {
 		return e.Manager == UpstreamManager && e.Operation == metav1.ManagedFieldsOperationApply
 	})
 }
+
+// upstreamObject reads ref's metadata from the API server (upstream's
+// objects lack the module's labels: the cache does not hold them). It is
+// nil when the object does not exist, or when the manager may not read it:
+// an object its apply could not write either, and that apply says so.
+func (r *Reconciler) upstreamObject(ctx context.Context, ref objectRef) (*metav1.PartialObjectMetadata, error) {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(ref.gvk)
+	err := r.api.Get(ctx, types.NamespacedName{Namespace: ref.namespace, Name: ref.name}, live)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return live, nil
+}
