@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,8 +131,7 @@ func Load(root string) (*Installation, error) {
 // needs to (on envtest nobody else does).
 func (i *Installation) Install(ctx context.Context, c client.Client) error {
 	for _, o := range i.Objects {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
-			client.FieldOwner(Manager), client.ForceOwnership); err != nil {
+		if err := apply(ctx, c, o.DeepCopy()); err != nil {
 			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
@@ -149,6 +149,27 @@ func (i *Installation) Install(ctx context.Context, c client.Client) error {
 		return fmt.Errorf("writing the Serverless CR's status: %w", err)
 	}
 	return nil
+}
+
+// apply applies o as upstream's operator does. A NodePort the API server
+// says is taken (a Service of an earlier test, or a port its repair loop
+// still holds for a deleted one) is left to the API server to choose, as
+// upstream's operator picks another free port when its default is taken.
+func apply(ctx context.Context, c client.Client, o *unstructured.Unstructured) error {
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(Manager), client.ForceOwnership)
+	if o.GetKind() != "Service" || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "provided port is already allocated") {
+		return err
+	}
+	ports, _, _ := unstructured.NestedSlice(o.Object, "spec", "ports")
+	for _, p := range ports {
+		if m, ok := p.(map[string]any); ok {
+			delete(m, "nodePort")
+		}
+	}
+	if err := unstructured.SetNestedSlice(o.Object, ports, "spec", "ports"); err != nil {
+		return err
+	}
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(Manager), client.ForceOwnership)
 }
 
 // Object returns the installation's object of kind and name, nil if none.

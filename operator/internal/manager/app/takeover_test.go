@@ -244,3 +244,31 @@ func awaitTakeoverReady(t *testing.T, c client.Client) {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation, describe(cr)
 	})
 }
+
+// Upstream's installation whose registry got another NodePort (its default
+// was taken when it installed): the takeover keeps that port, it does not
+// move the registry to the chart's default.
+func TestTakeoverKeepsAnotherNodePort(t *testing.T) {
+	env := startEnv(t)
+	c := env.Client
+	ctx := context.Background()
+	taken := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "holds-the-default-port"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "none"},
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: 32137}}},
+	}
+	require.NoError(t, c.Create(ctx, taken))
+	inst, err := upstreamtest.Load(repo.MustRoot())
+	require.NoError(t, err)
+	require.NoError(t, inst.Install(ctx, c))
+	bound(t, c)
+	regSvc := &corev1.Service{}
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}, regSvc))
+	port := regSvc.Spec.Ports[0].NodePort
+	require.NotEqual(t, int32(32137), port, "the fixture's registry got another port")
+
+	startManagerWithFS(t, env, charts.Serverless(), reconciler.Options{})
+	awaitTakeoverReady(t, c)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}, regSvc))
+	assert.Equal(t, port, regSvc.Spec.Ports[0].NodePort, "the registry keeps its NodePort")
+}
