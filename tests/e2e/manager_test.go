@@ -57,10 +57,13 @@ type env struct {
 	procs []*framework.Process
 }
 
-// startManager installs CRD and RBAC from config/ and runs bin/manager as
-// its ServiceAccount until the test ends; at the end every Serverless CR is
-// deleted and the uninstall must leave nothing of the module behind.
-func startManager(t *testing.T) *env {
+// newEnv is one test's client and its cleanup: when the test ends, a test
+// that passed uninstalls every Serverless CR (its manager still runs, and
+// nothing of the module may be left), every manager it started stops, and
+// then whatever the test left is removed by force (framework.ResetModule),
+// so that a failed test is reported once and the next one starts from a
+// cluster without the module.
+func newEnv(t *testing.T) *env {
 	t.Helper()
 	cluster := framework.ClusterFor(t)
 	s := runtime.NewScheme()
@@ -69,16 +72,39 @@ func startManager(t *testing.T) *env {
 	require.NoError(t, apiextensionsv1.AddToScheme(s))
 	c, err := cluster.NewClient(s)
 	require.NoError(t, err)
-	require.NoError(t, cluster.InstallManagerPrerequisites(t.Context()))
 	e := &env{t: t, cluster: cluster, c: c}
-	t.Cleanup(func() {
+	t.Cleanup(e.cleanup)
+	return e
+}
+
+func (e *env) cleanup() {
+	// A test that removed the module as Kyma does deleted the CRD itself.
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := e.c.Get(context.Background(), types.NamespacedName{Name: serverlessCRD}, crd)
+	if !e.t.Failed() && err == nil && crd.DeletionTimestamp == nil {
 		e.uninstallAll()
-		for _, p := range e.procs {
-			if err := p.Stop(); err != nil {
-				t.Errorf("stopping the manager: %v", err)
-			}
+	}
+	for _, p := range e.procs {
+		if err := p.Stop(); err != nil {
+			e.t.Errorf("stopping the manager: %v", err)
 		}
-	})
+	}
+	removed, err := e.cluster.ResetModule(context.Background())
+	if err != nil {
+		e.t.Errorf("the next test would find the module of this one: %v", err)
+	}
+	if removed != "" {
+		e.t.Logf("cleanup removed what the test left: %s", removed)
+	}
+}
+
+// startManager installs CRD and RBAC from config/ and runs bin/manager as
+// its ServiceAccount until the test ends; at the end every Serverless CR is
+// deleted and the uninstall must leave nothing of the module behind.
+func startManager(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	require.NoError(t, e.cluster.InstallManagerPrerequisites(t.Context()))
 	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	return e
 }
@@ -129,7 +155,8 @@ func (e *env) waitState(name string, state v1alpha1.State) *v1alpha1.Serverless 
 }
 
 func describe(cr *v1alpha1.Serverless) string {
-	parts := []string{fmt.Sprintf("state=%s served=%s generation=%d observed=%d", cr.Status.State, cr.Status.Served, cr.Generation, cr.Status.ObservedGeneration)}
+	parts := []string{fmt.Sprintf("state=%s served=%s generation=%d observed=%d deleting=%t finalizers=%v",
+		cr.Status.State, cr.Status.Served, cr.Generation, cr.Status.ObservedGeneration, cr.DeletionTimestamp != nil, cr.Finalizers)}
 	for _, c := range cr.Status.Conditions {
 		parts = append(parts, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
 	}

@@ -20,9 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/hack/render/manifests"
@@ -64,28 +62,10 @@ func renderedInstall(t *testing.T, cluster *framework.Cluster) []*unstructured.U
 // manager it started and deletes what is left of the module.
 func installRendered(t *testing.T) (*env, []*unstructured.Unstructured) {
 	t.Helper()
-	cluster := framework.ClusterFor(t)
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, v1alpha1.AddToScheme(s))
-	require.NoError(t, apiextensionsv1.AddToScheme(s))
-	c, err := cluster.NewClient(s)
-	require.NoError(t, err)
-	objs := renderedInstall(t, cluster)
-	ensureNamespace(t, c, ns)
-	require.NoError(t, cluster.Apply(t.Context(), ns, objs...))
-	e := &env{t: t, cluster: cluster, c: c}
-	t.Cleanup(func() {
-		// The CRD is gone when the test removed the module as Kyma does.
-		if err := c.Get(context.Background(), types.NamespacedName{Name: serverlessCRD}, &apiextensionsv1.CustomResourceDefinition{}); err == nil {
-			e.uninstallAll()
-		}
-		for _, p := range e.procs {
-			if err := p.Stop(); err != nil {
-				t.Errorf("stopping the manager: %v", err)
-			}
-		}
-	})
+	e := newEnv(t)
+	objs := renderedInstall(t, e.cluster)
+	ensureNamespace(t, e.c, ns)
+	require.NoError(t, e.cluster.Apply(t.Context(), ns, objs...))
 	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	e.applySample("default-serverless-cr.yaml")
 	e.waitState("default", v1alpha1.StateReady)
@@ -243,8 +223,12 @@ func TestManifestDeletedUnderTheCR(t *testing.T) {
 	require.NoError(t, e.c.Get(ctx, client.ObjectKeyFromObject(fn), fn.DeepCopy()), "the Function stays")
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Name: functionCRD}, &apiextensionsv1.CustomResourceDefinition{}), "its CRD stays")
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, &appsv1.Deployment{}), "the Function controller stays")
-	cr := e.get("default")
-	require.NotNil(t, cr.DeletionTimestamp, "deleting the CRD deletes its CRs")
+	failHere(t, "manifest deleted")
+	// The API server marks the CRD's objects deleted on its own time (the
+	// CRD's cleanup finalizer), after the CRD itself.
+	cr := e.waitFor("default", "deleting the CRD to delete its CRs", time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.DeletionTimestamp != nil
+	})
 	require.Contains(t, cr.Finalizers, module.Finalizer, "no manager removed the finalizer")
 
 	// The documented way out: remove the finalizer; the CR and its CRD go.

@@ -95,22 +95,6 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	e := startManager(t)
 	ctx := t.Context()
 	require.NoError(t, e.mgr.Stop(), "upstream's operator owns the cluster until the upgrade")
-	taking := false
-	t.Cleanup(func() {
-		// A test that ended before the takeover still needs a manager for
-		// the uninstall (upstream's finalizer goes with it).
-		if taking {
-			return
-		}
-		// The test's context is cancelled by now.
-		p, err := e.cluster.StartManager(context.Background(), "manager-"+t.Name()+"-cleanup", nil)
-		if err != nil {
-			t.Errorf("starting a manager for the uninstall: %v", err)
-			return
-		}
-		e.mgr, e.procs = p, append(e.procs, p)
-	})
-
 	inst, err := upstreamtest.Load(e.cluster.Root())
 	require.NoError(t, err)
 	require.NoError(t, inst.Install(ctx, e.c))
@@ -149,7 +133,7 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	require.Equal(t, 1, f.jobs.count(fnNS, "old"))
 	require.NoError(t, f.fc.Stop(), "upstream's controller goes with its operator")
 
-	e.mgr, taking = e.runManager("manager-"+t.Name(), nil), true
+	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	cr := e.waitFor("default", "the takeover to be Ready with the manager's finalizer only", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation &&
 			assert.ObjectsAreEqual([]string{module.Finalizer}, cr.Finalizers)

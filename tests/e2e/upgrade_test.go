@@ -34,6 +34,11 @@ func TestUpgradeFromThePreviousChart(t *testing.T) {
 	previousRBAC, err := manifest.ReadFile(filepath.Join(e.cluster.Root(), "tests", "e2e", "testdata", "manager-previous-rbac.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, e.cluster.Apply(ctx, ns, previousRBAC...))
+	t.Cleanup(func() { // also when the test fails before it takes them away
+		for _, o := range previousRBAC {
+			_ = e.c.Delete(context.Background(), o)
+		}
+	})
 	old := e.runManager("manager-"+t.Name()+"-previous",
 		[]string{"CHART_PATH=" + filepath.Join(e.cluster.Root(), "tests", "e2e", "testdata", "chart-previous")})
 	e.mgr = old
