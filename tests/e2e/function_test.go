@@ -259,9 +259,16 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 	t.Run("the log level reaches the running controller through its ConfigMap volume", func(t *testing.T) {
 		pid := f.fc.PID()
 		// From info (the default; a CR left by `make run` may say debug) to debug.
+		started := f.get("default").Status.LogLevel
 		f.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "info" })
 		f.waitFor("default", "log level info in the status", 30*time.Second, func(cr *v1alpha1.Serverless) bool { return cr.Status.LogLevel == "info" })
-		time.Sleep(2 * time.Second) // the volume sync's period, so the controller has seen info
+		if started != "" && started != "info" {
+			// The controller has to be at info before the switch to debug is
+			// written, or it might read debug twice and see no change.
+			framework.WaitFor(t, 30*time.Second, "the controller to switch to info", func(context.Context) (bool, string, error) {
+				return f.fc.LogHas(`"log level changed","level":"info"`), "started at " + started, nil
+			}, framework.DumpLog(f.fc.Process, 20))
+		}
 		f.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "debug" })
 		framework.WaitFor(t, 30*time.Second, "the controller to switch to debug", func(context.Context) (bool, string, error) {
 			return f.fc.LogHas(`"log level changed","level":"debug"`), "", nil
@@ -426,7 +433,7 @@ func TestFunctionControllerKilledDuringBuilds(t *testing.T) {
 	framework.WaitFor(t, time.Minute, "the first build Job", func(context.Context) (bool, string, error) {
 		n := 0
 		for _, name := range names {
-			n += f.jobs.count(fnNS, name)
+			n += f.jobs.watched(fnNS, name)
 		}
 		return n > 0, "", nil
 	}, framework.DumpLog(f.fc.Process, 40))
@@ -504,13 +511,15 @@ func (f *fnEnv) requireJobsStay(ns, name string, want int, why string) {
 // jobLog records every build Job the controller ever created during a
 // test, by Function, from a watch: Jobs that are deleted again still count.
 type jobLog struct {
+	t    testing.TB
+	c    client.Client
 	mu   sync.Mutex
 	seen map[string]map[types.UID]string // ns/function → uid → Job name
 	err  error
 }
 
 func watchJobs(t *testing.T, c client.WithWatch) *jobLog {
-	l := &jobLog{seen: map[string]map[types.UID]string{}}
+	l := &jobLog{t: t, c: c, seen: map[string]map[types.UID]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -546,7 +555,35 @@ func watchJobs(t *testing.T, c client.WithWatch) *jobLog {
 	return l
 }
 
+// count is how many build Jobs the Function has had, at least every one
+// that exists now: the watch may lag behind the API server, so it first
+// waits until the watch has seen every Job a list returns.
 func (l *jobLog) count(ns, name string) int {
+	l.t.Helper()
+	key := ns + "/" + name
+	framework.WaitFor(l.t, 30*time.Second, "the Job watch to see every build Job of "+key, func(ctx context.Context) (bool, string, error) {
+		var jobs batchv1.JobList
+		if err := l.c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{
+			v1alpha2.LabelFunctionName: name, v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}); err != nil {
+			return false, "", err
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		var unseen []string
+		for _, j := range jobs.Items {
+			if _, ok := l.seen[key][j.UID]; !ok {
+				unseen = append(unseen, j.Name)
+			}
+		}
+		return len(unseen) == 0, fmt.Sprintf("listed %d, not yet watched: %v (watch error: %v)", len(jobs.Items), unseen, l.err), nil
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.seen[key])
+}
+
+// watched is how many build Jobs of the Function the watch has seen so far.
+func (l *jobLog) watched(ns, name string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.seen[ns+"/"+name])

@@ -204,12 +204,23 @@ func TestNamespaceOfTheServedCRDeleted(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%s %v", nsObj.Status.Phase, nsObj.Status.Conditions), err
 	}, dumps...)
-	err := e.c.Get(ctx, types.NamespacedName{Name: "functions.serverless.kyma-project.io"}, &apiextensionsv1.CustomResourceDefinition{})
-	assert.True(t, apierrors.IsNotFound(err), "the Function CRD is uninstalled too: %v", err)
-	for _, name := range []string{"serverless", "kyma-functions-edit", "kyma-functions-view"} {
-		err := e.c.Get(ctx, types.NamespacedName{Name: name}, &rbacv1.ClusterRole{})
-		assert.True(t, apierrors.IsNotFound(err), "ClusterRole %s: %v", name, err)
-	}
+	// The CRD's own deletion ends after the namespace's (its cleanup finalizer).
+	framework.WaitFor(t, time.Minute, "the module's cluster-scoped objects to be uninstalled too", func(ctx context.Context) (bool, string, error) {
+		objs := []client.Object{&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: functionCRD}}}
+		for _, name := range []string{"serverless", "kyma-functions-edit", "kyma-functions-view"} {
+			objs = append(objs, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+		var left []string
+		for _, o := range objs {
+			err := e.c.Get(ctx, client.ObjectKeyFromObject(o), o)
+			if err == nil {
+				left = append(left, fmt.Sprintf("%T %s", o, o.GetName()))
+			} else if !apierrors.IsNotFound(err) {
+				return false, "", err
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("left: %v", left), nil
+	}, dumps...)
 }
 
 // functionControllerIn runs the Function controller as the Deployment of
