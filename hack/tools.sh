@@ -32,10 +32,17 @@ build() {
   log "building $(basename "$out") (${missing[*]%%=*}); cold builds take minutes and Go prints nothing meanwhile"
   local start=$SECONDS
   mkdir -p "$out"
+  if [ ${#missing[@]} -gt 1 ]; then
+    # One go build for all: shared packages compile once and the binaries
+    # link side by side. Each NAME is its package's last path element.
+    (cd "$TOOLS/$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out/" "${missing[@]#*=}")
+  else
+    (cd "$TOOLS/$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out/${missing[0]%%=*}" "${missing[0]#*=}")
+  fi
   for spec in "${missing[@]}"; do
-    (cd "$TOOLS/$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out/${spec%%=*}" "${spec#*=}")
-    log "  $(basename "$out")/${spec%%=*} done after $((SECONDS - start))s"
+    [ -x "$out/${spec%%=*}" ] || { log "go build wrote no $out/${spec%%=*}"; exit 1; }
   done
+  log "  $(basename "$out") (${missing[*]%%=*}) done after $((SECONDS - start))s"
 }
 
 k8s_ldflags() {
