@@ -17,7 +17,11 @@ type FunctionSpec struct {
 	// Runtime the Function's code runs on.
 	Runtime Runtime `json:"runtime"`
 
-	// RuntimeImageOverride replaces the runtime's base image.
+	// RuntimeImageOverride replaces the runtime's base image. It is an image
+	// reference as registries read it ([registry[:port]/]path[:tag][@digest]),
+	// checked here so that a bad one is refused now, not inside a build.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+(([._]|__|[-]+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|[-]+)[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$')",message="spec.runtimeImageOverride must be an image reference: [registry[:port]/]repository[:tag][@digest], lower-case repository, no spaces or shell characters"
 	// +optional
 	RuntimeImageOverride string `json:"runtimeImageOverride,omitempty"`
 
@@ -190,7 +194,16 @@ type Template struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
+// Where the runtime images keep what a Secret mount must not hide (the
+// chart's build Dockerfiles and upstream's runtime images): Node.js code and
+// dependencies in /usr/src/app/function, the runtime server's dependencies
+// in /usr/src/app/node_modules; Python code in /kubeless, dependencies in
+// /usr/local/lib/python3.12/site-packages. A mount at or above one of them
+// hides it, one inside a dependency directory hides a part of it.
+
 // SecretMount mounts one Secret.
+// +kubebuilder:validation:XValidation:rule="self.mountPath.startsWith('/') && !self.mountPath.endsWith('/') && !self.mountPath.contains('//') && !self.mountPath.matches('(^|/)[.][.]?(/|$)')",message="must be an absolute path other than / with no trailing /, no // and no . or .. segments",fieldPath=".mountPath"
+// +kubebuilder:validation:XValidation:rule="['/usr/src/app/function', '/usr/src/app/node_modules', '/kubeless', '/usr/local/lib/python3.12/site-packages'].all(d, self.mountPath != d && !d.startsWith(self.mountPath + '/')) && ['/usr/src/app/function/node_modules', '/usr/src/app/node_modules', '/usr/local/lib/python3.12/site-packages'].all(d, !self.mountPath.startsWith(d + '/'))",message="must not hide the runtime's code or dependencies: not at or above /usr/src/app/function, /usr/src/app/node_modules, /kubeless or /usr/local/lib/python3.12/site-packages, nor inside a dependency directory",fieldPath=".mountPath"
 type SecretMount struct {
 	// SecretName of a Secret in the Function's namespace.
 	// +kubebuilder:validation:MinLength=1

@@ -44,6 +44,24 @@ func withGit(url string) string {
 	return `{"runtime":"nodejs22","source":{"gitRepository":{"url":"` + url + `","baseDir":"/","reference":"main"}}}`
 }
 
+// withOverride is an inline Node.js Function spec with runtimeImageOverride.
+func withOverride(image string) string {
+	data, err := json.Marshal(image)
+	if err != nil {
+		panic(err)
+	}
+	return `{"runtime":"nodejs22",` + inline + `,"runtimeImageOverride":` + string(data) + `}`
+}
+
+// withMount is an inline Python Function spec with one Secret mounted at path.
+func withMount(path string) string {
+	data, err := json.Marshal(path)
+	if err != nil {
+		panic(err)
+	}
+	return `{"runtime":"python312","source":{"inline":{"source":"def main(event, context):\n    return 1\n"}},"secretMounts":[{"secretName":"s","mountPath":` + string(data) + `}]}`
+}
+
 // jsCode is realistic handler code of exactly n bytes, rich in what JSON
 // escapes (<, >, &, quotes, newlines), so the stored object is larger than n.
 func jsCode(n int) string {
@@ -89,6 +107,34 @@ func TestFunctionValidation(t *testing.T) {
 		{"negative replicas", `{"runtime":"nodejs22",` + inline + `,"replicas":-1}`, "spec.replicas"},
 		{"template labels", `{"runtime":"nodejs22",` + inline + `,"template":{"labels":{"a":"b"}}}`, "spec.template: labels and annotations are not supported"},
 		{"secret mount without path", `{"runtime":"nodejs22",` + inline + `,"secretMounts":[{"secretName":"s","mountPath":""}]}`, "spec.secretMounts[0].mountPath"},
+
+		// runtimeImageOverride: an image reference a registry client can read.
+		{"image override with registry and tag", withOverride("europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs22:1.8.4"), ""},
+		{"image override with port and digest", withOverride("localhost:5000/team/node@sha256:" + strings.Repeat("ab", 32)), ""},
+		{"image override tag and digest", withOverride("registry.example.com:5000/base:v1.2-slim@sha256:" + strings.Repeat("0f", 32)), ""},
+		{"image override short", withOverride("node:22-alpine"), ""},
+		{"image override empty", withOverride(""), ""},
+		{"image override shell", withOverride("x; rm -rf /"), "spec.runtimeImageOverride must be an image reference"},
+		{"image override upper-case repository", withOverride("registry.example.com/Team/node:22"), "spec.runtimeImageOverride must be an image reference"},
+		{"image override empty tag", withOverride("node:"), "spec.runtimeImageOverride must be an image reference"},
+		{"image override short digest", withOverride("node@sha256:abc"), "spec.runtimeImageOverride must be an image reference"},
+		{"image override space", withOverride("node 22"), "spec.runtimeImageOverride must be an image reference"},
+
+		// secretMounts: absolute clean paths that hide none of the runtime's code and dependencies.
+		{"mount in etc", withMount("/etc/secrets/db"), ""},
+		{"mount beside the code", withMount("/usr/src/app/function/config"), ""},
+		{"mount beside python code", withMount("/kubeless/secrets"), ""},
+		{"mount at root", withMount("/"), "spec.secretMounts[0].mountPath: Invalid value: must be an absolute path other than /"},
+		{"mount relative", withMount("secrets"), "spec.secretMounts[0].mountPath: Invalid value: must be an absolute path"},
+		{"mount trailing slash", withMount("/etc/secrets/"), "spec.secretMounts[0].mountPath: Invalid value: must be an absolute path"},
+		{"mount with dot-dot", withMount("/etc/../usr/src/app"), "spec.secretMounts[0].mountPath: Invalid value: must be an absolute path"},
+		{"mount over node code", withMount("/usr/src/app/function"), "spec.secretMounts[0].mountPath: Invalid value: must not hide the runtime's code or dependencies"},
+		{"mount above node code", withMount("/usr/src"), "spec.secretMounts[0].mountPath: Invalid value: must not hide"},
+		{"mount over the runtime server's modules", withMount("/usr/src/app/node_modules"), "spec.secretMounts[0].mountPath: Invalid value: must not hide"},
+		{"mount inside node dependencies", withMount("/usr/src/app/function/node_modules/lodash"), "spec.secretMounts[0].mountPath: Invalid value: must not hide"},
+		{"mount over python code", withMount("/kubeless"), "spec.secretMounts[0].mountPath: Invalid value: must not hide"},
+		{"mount above python dependencies", withMount("/usr/local/lib"), "spec.secretMounts[0].mountPath: Invalid value: must not hide"},
+		{"mount inside python dependencies", withMount("/usr/local/lib/python3.12/site-packages/requests"), "spec.secretMounts[0].mountPath: Invalid value: must not hide"},
 
 		// Git URLs: https, http, ssh and the SCP-like form; nothing else.
 		{"git url http", withGit("http://git.example:8080/team/fn.git"), ""},
