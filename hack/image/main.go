@@ -20,8 +20,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kyma-project/serverless-manager/hack/image/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 

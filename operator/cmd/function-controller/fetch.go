@@ -42,15 +42,21 @@ func runFetch(ctx context.Context, lookup func(string) (string, bool), stdout, s
 		}
 	}
 	if err != nil {
-		msg := err.Error()
-		fmt.Fprintln(stderr, "function-controller fetch:", msg)
-		if _, statErr := os.Stat(termLog); statErr == nil {
-			_ = os.WriteFile(termLog, []byte(msg), 0o644)
-		}
-		return 1
+		return fail(stderr, "fetch", termLog, err)
 	}
 	fmt.Fprintf(stdout, "fetched commit %s of %s into %s\n", opts.Commit, opts.URL, opts.Dir)
 	return 0
+}
+
+// fail reports the error of a build Job step on stderr and, when the file
+// exists, as the container's termination message; it returns the exit code.
+func fail(stderr io.Writer, step, termLog string, err error) int {
+	msg := err.Error()
+	fmt.Fprintln(stderr, "function-controller "+step+":", msg)
+	if _, statErr := os.Stat(termLog); statErr == nil {
+		_ = os.WriteFile(termLog, []byte(msg), 0o644)
+	}
+	return 1
 }
 
 func fetchOptions(lookup func(string) (string, bool)) (git.FetchOptions, error) {

@@ -35,6 +35,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "fetch" {
 		os.Exit(runFetch(context.Background(), os.LookupEnv, os.Stdout, os.Stderr, terminationLog))
 	}
+	// Its other init container and its main container run it as `build`.
+	if len(os.Args) > 1 && os.Args[1] == "build" {
+		os.Exit(runBuild(context.Background(), os.Args[2:], os.LookupEnv, os.Stdout, os.Stderr, terminationLog))
+	}
 	flags := flag.NewFlagSet(module.FunctionController().Binary, flag.ExitOnError)
 	flags.Usage = func() { usage(flags) }
 	// No flags: the configuration is the environment (as 1.8.4); --help
@@ -49,7 +53,9 @@ func main() {
 func usage(flags *flag.FlagSet) {
 	out := flags.Output()
 	fmt.Fprintf(out, "Usage: %s\n       %s fetch   (build Job init container: writes APP_REPOSITORY_COMMIT of\n"+
-		"                 APP_REPOSITORY_URL into APP_MOUNT_PATH; see APP_REPOSITORY_*)\n\n", flags.Name(), flags.Name())
+		"                 APP_REPOSITORY_URL into APP_MOUNT_PATH; see APP_REPOSITORY_*)\n"+
+		"       %s build prepare|image   (build Job steps: dependency key and cache;\n"+
+		"                 layers pushed to APP_BUILD_DESTINATION; see APP_BUILD_*)\n\n", flags.Name(), flags.Name(), flags.Name())
 	fmt.Fprintln(out, "Builds and runs Functions (serverless.kyma-project.io/v1alpha2). Configured by environment")
 	fmt.Fprintln(out, "variables (empty = default) and the log configuration file (logLevel, logFormat json|text;")
 	fmt.Fprintln(out, "the level is re-read when the file changes). Kubernetes access: KUBECONFIG or in-cluster.")

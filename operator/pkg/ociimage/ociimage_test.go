@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kyma-project/serverless-manager/hack/image/ociimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
@@ -44,7 +44,7 @@ func testCA(t *testing.T) []byte {
 func hello(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "hello")
-	require.NoError(t, ociimage.GoBuild(t.Context(), repo.MustRoot(), "./hack/image/ociimage/testdata/hello", "linux", runtime.GOARCH, out))
+	require.NoError(t, ociimage.GoBuild(t.Context(), repo.MustRoot(), "./operator/pkg/ociimage/testdata/hello", "linux", runtime.GOARCH, out))
 	return out
 }
 

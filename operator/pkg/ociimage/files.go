@@ -17,6 +17,8 @@ type file struct {
 	mode     fs.FileMode
 	data     []byte
 	uid, gid int
+	// link is the target of a symbolic link (mode has fs.ModeSymlink).
+	link string
 }
 
 // passwd and group name root and the non-root user the images run as. The
@@ -62,10 +64,14 @@ func writeTar(w io.Writer, files []file, modTime time.Time) error {
 		if f.mode&fs.ModeSticky != 0 {
 			h.Mode |= 0o1000 // c_ISVTX
 		}
-		if f.mode.IsDir() {
+		switch {
+		case f.mode.IsDir():
 			h.Typeflag = tar.TypeDir
 			h.Name = path.Clean(f.path) + "/"
-		} else {
+		case f.mode&fs.ModeSymlink != 0:
+			h.Typeflag = tar.TypeSymlink
+			h.Linkname = f.link
+		default:
 			h.Typeflag = tar.TypeReg
 			h.Size = int64(len(f.data))
 		}
