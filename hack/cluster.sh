@@ -98,7 +98,8 @@ is_ours() {
 start() {
   local name=$1; shift
   # 9>&- : the component must not inherit (and so hold) the lock
-  setsid "$ASSETS/$name" "$@" </dev/null >"$LOGS/$name.log" 2>&1 9>&- &
+  # appended: a restarted component keeps what it logged before the restart
+  setsid "$ASSETS/$name" "$@" </dev/null >>"$LOGS/$name.log" 2>&1 9>&- &
   local pid=$! i
   echo "$pid" >"$PIDS/$name.pid"
   # until the forked shell has exec'd the binary its command line is ours
