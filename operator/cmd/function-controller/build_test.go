@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
-	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // `function-controller build prepare` and `build image` run as processes,
@@ -26,10 +25,7 @@ import (
 // the digest of the pushed image is the termination message; a bad
 // environment is one too.
 func TestBuildSubcommand(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), module.FunctionController().Binary)
-	compile := exec.Command("go", "build", "-o", bin, ".")
-	compile.Stderr = os.Stderr
-	require.NoError(t, compile.Run())
+	bin := compileBinary(t)
 
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)

@@ -15,13 +15,21 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
+// compileBinary builds this command into a temporary directory, as a test
+// of its subcommands runs it.
+func compileBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), module.FunctionController().Binary)
+	compile := exec.Command("go", "build", "-o", bin, ".")
+	compile.Stderr = os.Stderr
+	require.NoError(t, compile.Run())
+	return bin
+}
+
 // `function-controller fetch` run as a process, as the build Job's init
 // container runs it, against a Git server on loopback (basic auth).
 func TestFetchSubcommand(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), module.FunctionController().Binary)
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := compileBinary(t)
 
 	srv := gittest.NewHTTPServer(t, "alice", "s3cret")
 	repo := srv.Repo(t, "fns")

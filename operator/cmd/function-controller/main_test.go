@@ -53,10 +53,7 @@ func TestBinary(t *testing.T) {
 		t.Skip("builds the binary and starts an API server")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, module.FunctionController().Binary)
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := compileBinary(t)
 
 	t.Run("--help prints the environment and exits 0", func(t *testing.T) {
 		out, err := exec.Command(bin, "--help").CombinedOutput()

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -92,7 +93,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) string {
 // pushBase pushes a stand-in of a runtime image: its server and config.
 func (r *testRegistry) pushBase(t *testing.T, repo string, cfg v1.Config) string {
 	t.Helper()
-	layer, err := ociimage.DirLayer(writeFiles(t, t.TempDir(), map[string]string{"server.js": "// runtime server\n"}), "/usr/src/app", ociimageEpoch)
+	layer, err := ociimage.DirLayer(writeFiles(t, t.TempDir(), map[string]string{"server.js": "// runtime server\n"}), "/usr/src/app", time.Time{})
 	require.NoError(t, err)
 	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: layer})
 	require.NoError(t, err)
@@ -108,8 +109,6 @@ func (r *testRegistry) pushBase(t *testing.T, repo string, cfg v1.Config) string
 	require.NoError(t, remote.Write(parsed, img, remote.WithAuth(&authn.Basic{Username: user, Password: password})))
 	return ref
 }
-
-var ociimageEpoch = (v1.Time{}).Time
 
 // fn is one Function's build directories.
 type fn struct {
@@ -165,6 +164,15 @@ func incompressible(t *testing.T, n int) string {
 	_, err := rand.Read(b)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// buildBoth runs both of our steps, as the build Job does.
+func buildBoth(t *testing.T, o build.Options) {
+	t.Helper()
+	_, _, err := build.Prepare(context.Background(), o)
+	require.NoError(t, err)
+	_, err = build.Image(context.Background(), o)
+	require.NoError(t, err)
 }
 
 func TestNodeFunctionImage(t *testing.T) {
@@ -250,16 +258,12 @@ func TestNodeFunctionImage(t *testing.T) {
 }
 
 func TestPythonFunctionImage(t *testing.T) {
-	ctx := context.Background()
 	r := newRegistry(t)
 	base := r.pushBase(t, "runtime/python312:1", v1.Config{User: "1000", WorkingDir: "/kubeless", Entrypoint: []string{"python", "kubeless.py"}})
 	f := newFunction(t, map[string]string{"handler.py": "def main(event, context):\n    return 1\n", "requirements.txt": "tiny==1.0\n"})
 	writeFiles(t, f.deps, map[string]string{"tiny/__init__.py": "X = 1\n"})
 	o := r.options(f, "python312", base, "fn/py:1")
-	_, _, err := build.Prepare(ctx, o)
-	require.NoError(t, err)
-	_, err = build.Image(ctx, o)
-	require.NoError(t, err)
+	buildBoth(t, o)
 	img := pull(t, o.Destination)
 	cf, err := img.ConfigFile()
 	require.NoError(t, err)
@@ -295,10 +299,7 @@ func TestNoSecretInTheImage(t *testing.T) {
 		t.Log("npm is not installed: the dependency step's output is an empty directory")
 	}
 	o := r.options(f, "nodejs22", base, "fn/secret:1")
-	_, _, err := build.Prepare(ctx, o)
-	require.NoError(t, err)
-	_, err = build.Image(ctx, o)
-	require.NoError(t, err)
+	buildBoth(t, o)
 
 	img := pull(t, o.Destination)
 	var blobs [][]byte
