@@ -63,3 +63,9 @@ func dirFiles(dir, target string) ([]file, error) {
 	})
 	return files, err
 }
+
+// EmptyLayer is a layer without files, e.g. for dependencies of a Function
+// that has none, so every image built the same way has the same layers.
+func EmptyLayer(created time.Time) (v1.Layer, error) {
+	return layer(nil, created.UTC())
+}

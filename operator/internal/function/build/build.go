@@ -178,12 +178,13 @@ func (o Options) dependencyLayer(ctx context.Context, rt Runtime, key string, ca
 		return layers[0], nil
 	}
 	dir := filepath.Join(o.DependenciesDir, rt.DependencySubdir)
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil { // nothing installed: an empty directory
-			return nil, err
-		}
+	var layer v1.Layer
+	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) {
+		// Nothing installed (no dependencies); the volume is read-only here.
+		layer, err = ociimage.EmptyLayer(o.Created)
+	} else {
+		layer, err = ociimage.DirLayer(dir, rt.DependencyDir, o.Created)
 	}
-	layer, err := ociimage.DirLayer(dir, rt.DependencyDir, o.Created)
 	if err != nil {
 		return nil, fmt.Errorf("dependency layer: %w", err)
 	}

@@ -257,6 +257,22 @@ func TestNodeFunctionImage(t *testing.T) {
 	assert.False(t, cached)
 }
 
+// A Function without dependencies: npm wrote no node_modules (the build
+// step, whose dependencies volume is read-only, adds an empty layer).
+func TestNoDependencies(t *testing.T) {
+	r := newRegistry(t)
+	base := r.pushBase(t, "runtime/nodejs22:1", v1.Config{})
+	f := newFunction(t, map[string]string{"handler.js": "module.exports = { main: () => 1 }\n", "package.json": `{"name":"x"}`})
+	o := r.options(f, "nodejs22", base, "fn/nodeps:1")
+	buildBoth(t, o)
+	fs := files(t, pull(t, o.Destination))
+	assert.Contains(t, fs, "usr/src/app/function/handler.js")
+	assert.NotContains(t, fs, "usr/src/app/function/node_modules")
+	entries, err := os.ReadDir(f.deps)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written into the dependencies volume")
+}
+
 func TestPythonFunctionImage(t *testing.T) {
 	r := newRegistry(t)
 	base := r.pushBase(t, "runtime/python312:1", v1.Config{User: "1000", WorkingDir: "/kubeless", Entrypoint: []string{"python", "kubeless.py"}})
