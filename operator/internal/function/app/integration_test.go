@@ -171,7 +171,10 @@ buildJob:
     presets:
       normal: {requestCpu: 500m, requestMemory: 700Mi, limitCpu: 1100m, limitMemory: 1100Mi}
       fast: {requestCpu: 900m, requestMemory: 1100Mi, limitCpu: 1700m, limitMemory: 1100Mi}
-`}
+`,
+		// The controller's own image runs the build steps, as the chart sets it.
+		config.EnvBuildRepoFetcherImage: "europe-docker.pkg.dev/kyma-project/prod/serverless-function-controller:0.1.0",
+	}
 	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
 	cfg.Build.MaxSimultaneousJobs = maxJobs
@@ -209,10 +212,12 @@ func (e *env) startController(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	e.stop = func() {
+	// Once: a subtest that failed between a stop and the next start must
+	// not leave the next stop waiting for a manager that is gone.
+	e.stop = sync.OnceFunc(func() {
 		cancel()
 		assert.NoError(t, <-done)
-	}
+	})
 }
 
 func createBases(t *testing.T, c client.Client) {
