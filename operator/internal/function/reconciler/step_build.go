@@ -69,6 +69,9 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 		}
 	}
 
+	if r.ownImageMissing(p, v1alpha2.ConditionBuildReady) {
+		return nil
+	}
 	job := resources.BuildJob(p.in, p.sourceConfigMap)
 	if job.Annotations == nil {
 		job.Annotations = map[string]string{}
@@ -84,7 +87,7 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 		return nil
 	}
 	r.metrics.BuildStarted()
-	p.status.RuntimeImage = runtimeImage(p)
+	p.status.RuntimeImage = resources.RuntimeImage(p.in)
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated,
 		fmt.Sprintf("Job %s created", job.Name), p.now)
 	return nil
@@ -96,7 +99,7 @@ func (r *Reconciler) built(p *pass, message string) {
 	r.slots.Leave(p.key)
 	r.retries.reset(p.key)
 	p.status.BuiltImage = p.pullImage
-	p.status.RuntimeImage = runtimeImage(p)
+	p.status.RuntimeImage = resources.RuntimeImage(p.in)
 	if !isTrue(&p.status, v1alpha2.ConditionBuildReady) {
 		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionTrue, v1alpha2.ReasonJobFinished, message, p.now)
 	}
@@ -174,10 +177,14 @@ func runsImage(deps []appsv1.Deployment, image string) bool {
 	return false
 }
 
-// runtimeImage is what status.runtimeImage shows: the override or the base image.
-func runtimeImage(p *pass) string {
-	if p.fn.Spec.RuntimeImageOverride != "" {
-		return p.fn.Spec.RuntimeImageOverride
+// ownImageMissing reports on condition typ that the controller's own image,
+// which runs the build Job's steps (and fetches Git sources), is not
+// configured.
+func (r *Reconciler) ownImageMissing(p *pass, typ string) bool {
+	if r.cfg.Build.RepoFetcherImage != "" {
+		return false
 	}
-	return p.in.BaseImage
+	setCondition(&p.status, typ, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
+		"APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE is not set: the build Job runs its steps and fetches Git sources with the controller's own image (the chart sets it)", p.now)
+	return true
 }

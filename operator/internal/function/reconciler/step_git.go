@@ -49,9 +49,7 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 		p.stop = true
 		return nil
 	}
-	if r.cfg.Build.RepoFetcherImage == "" {
-		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
-			"APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE is not set: the build Job of a Git Function fetches its source with the controller's own image (the chart sets it)", p.now)
+	if r.ownImageMissing(p, v1alpha2.ConditionConfigurationReady) {
 		p.stop = true
 		return nil
 	}

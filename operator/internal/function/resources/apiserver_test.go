@@ -114,3 +114,37 @@ func TestAPIServerRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// The build Job's Pod is admitted where the restricted Pod Security
+// Standard is enforced, for inline and Git Functions of every runtime; a
+// Pod that runs as root is refused there (the check is on).
+func TestBuildPodIsRestricted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	env := testenv.Start(t)
+	ctx := context.Background()
+	c := env.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fn-test-1", Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+	}}}
+	require.NoError(t, c.Create(ctx, ns))
+
+	functions := map[string]*v1alpha2.Function{"git": gitFunction()}
+	for _, rt := range v1alpha2.Runtimes() {
+		functions["inline "+string(rt)] = newFunction(rt)
+	}
+	for name, fn := range functions {
+		t.Run(name, func(t *testing.T) {
+			job := BuildJob(inputs(fn), "hello-vbrth")
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: "build-"}, Spec: job.Spec.Template.Spec}
+			assert.NoError(t, c.Create(ctx, pod, client.DryRunAll))
+		})
+	}
+
+	root := BuildJob(inputs(newFunction(v1alpha2.RuntimeNodejs22)), "hello-vbrth").Spec.Template.Spec
+	root.SecurityContext.RunAsNonRoot, root.SecurityContext.RunAsUser = nil, ptr.To[int64](0)
+	err := c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: "build-"}, Spec: root}, client.DryRunAll)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "violates PodSecurity \"restricted:latest\"")
+}

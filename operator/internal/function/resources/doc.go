@@ -14,10 +14,15 @@ import "time"
 
 // Fixed values of the children (contract §3).
 const (
-	// ContainerFunction and ContainerExecutor name the containers; 1.8.4's names.
+	// ContainerFunction names the Function's container, ContainerExecutor
+	// the kaniko container of 1.8.4's build Jobs; 1.8.4's names.
 	ContainerFunction    = "function"
 	ContainerExecutor    = "executor"
 	ContainerRepoFetcher = "repo-fetcher"
+	// The steps of our build Job (BuildJob).
+	ContainerPrepare      = "prepare"
+	ContainerDependencies = "dependencies"
+	ContainerBuild        = "build"
 
 	// FunctionPort is where the runtime listens; ServicePort is what the Service exposes.
 	FunctionPort = 8080

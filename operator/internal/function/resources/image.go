@@ -17,6 +17,9 @@ type Inputs struct {
 	Config    *config.Config
 	Registry  Registry
 	BaseImage string
+	// PackageConfigDigest identifies the package registry configuration in
+	// the Function's namespace ("" for none): part of the dependency key.
+	PackageConfigDigest string
 }
 
 // ImageTag is the image tag: lowercase hex SHA-256 of the string 1.8.4

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -10,20 +11,29 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
-// Volume names and paths of the build Pod (contract §3.3).
+// Volume names and paths of the build Pod.
 const (
 	volumeCredentials    = "credentials"
 	volumeRegistryConfig = "registry-config"
-	volumeRuntime        = "runtime"
 	volumeSources        = "sources"
 	volumeWorkspace      = "workspace"
+	volumeDependencies   = "dependencies"
+	volumeState          = "state"
+	volumeTmp            = "tmp"
 
-	workspacePath  = "/workspace"
-	destinationArg = "--destination="
+	workspacePath      = "/workspace"
+	dockerPath         = "/docker"
+	registryConfigPath = "/registry-config"
+	destinationArg     = "--destination="
 )
+
+// DependencyCacheRepository is where the Function registry keeps the
+// dependency layers, one image per key (shared by all Functions).
+const DependencyCacheRepository = "serverless-dependencies"
 
 // Git auth types and the keys read from the auth Secret (contract §4.2–4.3).
 const (
@@ -31,15 +41,21 @@ const (
 	GitAuthKey   = "key"
 )
 
-// BuildJob is the build Job of a Function (contract §3.3): kaniko builds the
-// image from the source ConfigMap (inline; sourceConfigMap is its name) or
-// from the repository fetched by an init container (Git). Unlike 1.8.4 it
-// has a TTL (the build is remembered in the Function status) and a deadline
+// BuildJob is the build Job of a Function: our own steps, no Dockerfile
+// interpreter and no root. prepare (this controller's image) finds the
+// dependency key and whether its layer is kept; dependencies installs them
+// in the runtime image itself, the only container that sees the package
+// registry configuration, unless they are kept; build (this controller's
+// image) appends the layers to the runtime image and pushes it, its digest
+// being the termination message. Git Functions fetch their sources first.
+// The Pod passes the restricted Pod Security Standard. Unlike 1.8.4 it has
+// a TTL (the build is remembered in the Function status) and a deadline
 // (§11.13).
 func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 	fn := in.Function
 	files := filesOf(fn.Spec.Runtime)
 	git := fn.Spec.Source.Inline == nil && fn.Spec.Source.GitRepository != nil
+	rt, _ := build.RuntimeOf(string(fn.Spec.Runtime)) // the CRD admits known runtimes only
 
 	volumes := []corev1.Volume{
 		{Name: volumeCredentials, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
@@ -50,47 +66,67 @@ func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 			SecretName: in.Config.PackageRegistryConfigSecretName,
 			Optional:   ptr.To(true),
 		}}},
-		{Name: volumeRuntime, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: DockerfileConfigMapName(fn.Spec.Runtime)},
-		}}},
+		emptyDir(volumeDependencies), emptyDir(volumeState), emptyDir(volumeTmp),
 	}
-	dockerfile := corev1.VolumeMount{Name: volumeRuntime, ReadOnly: true, MountPath: workspacePath + "/Dockerfile", SubPath: DockerfileKey}
-	credentials := corev1.VolumeMount{Name: volumeCredentials, ReadOnly: true, MountPath: "/docker"}
-	packageConfig := corev1.VolumeMount{Name: volumeRegistryConfig, ReadOnly: true,
-		MountPath: workspacePath + "/registry-config/" + files.packageConfig, SubPath: files.packageConfig}
-
-	var mounts []corev1.VolumeMount
+	sources := corev1.VolumeMount{Name: volumeSources, ReadOnly: true, MountPath: build.DefaultSourceDir}
 	var initContainers []corev1.Container
 	if git {
-		volumes = append(volumes, corev1.Volume{Name: volumeWorkspace, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		mounts = []corev1.VolumeMount{
-			credentials,
-			// baseDir from the status, as the tag: the Job builds what the tag names (§11.6).
-			{Name: volumeWorkspace, MountPath: workspacePath + "/src", SubPath: strings.TrimPrefix(fn.Status.BaseDir, "/")},
-			dockerfile,
-			packageConfig,
-		}
-		initContainers = []corev1.Container{repoFetcher(in)}
+		volumes = append(volumes, emptyDir(volumeWorkspace))
+		// baseDir from the status, as the tag: the Job builds what the tag names (§11.6).
+		sources = corev1.VolumeMount{Name: volumeWorkspace, ReadOnly: true, MountPath: build.DefaultSourceDir,
+			SubPath: strings.TrimPrefix(fn.Status.BaseDir, "/")}
+		initContainers = append(initContainers, repoFetcher(in))
 	} else {
 		volumes = append(volumes, corev1.Volume{Name: volumeSources, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: sourceConfigMap},
+			Items: []corev1.KeyToPath{
+				{Key: SourceKey, Path: files.handler},
+				{Key: DependenciesKey, Path: files.dependencies},
+			},
 		}}})
-		mounts = []corev1.VolumeMount{
-			{Name: volumeSources, ReadOnly: true, MountPath: workspacePath + "/src/" + files.dependencies, SubPath: DependenciesKey},
-			{Name: volumeSources, ReadOnly: true, MountPath: workspacePath + "/src/" + files.handler, SubPath: SourceKey},
-			dockerfile,
-			credentials,
-			packageConfig,
-		}
 	}
-
-	args := make([]string, 0, len(in.Config.Build.ExecutorArgs)+3)
-	args = append(args, in.Config.Build.ExecutorArgs...)
-	args = append(args, destinationArg+PushImage(in), "--context=dir://"+workspacePath)
-	if fn.Spec.RuntimeImageOverride != "" {
-		args = append(args, "--build-arg=base_image="+fn.Spec.RuntimeImageOverride)
-	}
+	state := corev1.VolumeMount{Name: volumeState, MountPath: build.DefaultStateDir}
+	readOnlyState := state
+	readOnlyState.ReadOnly = true
+	deps := corev1.VolumeMount{Name: volumeDependencies, MountPath: build.DefaultDependenciesDir}
+	readOnlyDeps := deps
+	readOnlyDeps.ReadOnly = true
+	tmp := corev1.VolumeMount{Name: volumeTmp, MountPath: "/tmp"}
+	credentials := corev1.VolumeMount{Name: volumeCredentials, ReadOnly: true, MountPath: dockerPath}
+	stepEnv := buildEnv(in)
 	buildResources, _ := in.Config.Resources.BuildJob.Resolve(fn.Spec.Runtime, buildRequirements(fn))
+
+	initContainers = append(initContainers,
+		corev1.Container{
+			Name:            ContainerPrepare,
+			Image:           in.Config.Build.RepoFetcherImage,
+			Command:         []string{"/" + module.FunctionController().Binary, "build", "prepare"},
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Env:             stepEnv,
+			Resources:       stepResources(),
+			VolumeMounts:    []corev1.VolumeMount{sources, state, credentials},
+			SecurityContext: restricted(),
+		},
+		corev1.Container{
+			Name:            ContainerDependencies,
+			Image:           RuntimeImage(in),
+			Command:         []string{"/bin/sh", "-c", dependencyScript(rt)},
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Env: []corev1.EnvVar{
+				{Name: "SOURCES", Value: build.DefaultSourceDir},
+				{Name: "HOME", Value: "/tmp"},
+				{Name: "NPM_CONFIG_USERCONFIG", Value: registryConfigPath + "/.npmrc"},
+				{Name: "npm_config_cache", Value: "/tmp/.npm"},
+				{Name: "PIP_CONFIG_FILE", Value: registryConfigPath + "/pip.conf"},
+			},
+			Resources: buildResources,
+			VolumeMounts: []corev1.VolumeMount{sources, readOnlyState, deps, tmp,
+				{Name: volumeRegistryConfig, ReadOnly: true, MountPath: registryConfigPath}},
+			// The last lines of the npm or pip error are the message.
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			SecurityContext:          restricted(),
+		},
+	)
 
 	return &batchv1.Job{
 		ObjectMeta: childMeta(fn, "-build-"),
@@ -108,37 +144,87 @@ func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					SecurityContext: &corev1.PodSecurityContext{
-						RunAsUser:      ptr.To[int64](0),
-						RunAsGroup:     ptr.To[int64](0),
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To(buildUser),
+						RunAsGroup:     ptr.To(buildUser),
+						FSGroup:        ptr.To(buildUser),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Volumes:        volumes,
 					InitContainers: initContainers,
 					Containers: []corev1.Container{{
-						Name:            ContainerExecutor,
-						Image:           in.Config.Build.ExecutorImage,
+						Name:            ContainerBuild,
+						Image:           in.Config.Build.RepoFetcherImage,
+						Command:         []string{"/" + module.FunctionController().Binary, "build", "image"},
 						ImagePullPolicy: corev1.PullIfNotPresent,
-						Args:            args,
-						Env: []corev1.EnvVar{
-							{Name: "DOCKER_CONFIG", Value: "/docker/.docker/"},
-							{Name: "GOOGLE_APPLICATION_CREDENTIALS", Value: "/dev/null"},
-						},
-						Resources:    buildResources,
-						VolumeMounts: mounts,
-						SecurityContext: &corev1.SecurityContext{
-							Privileged: ptr.To(false),
-							Capabilities: &corev1.Capabilities{
-								Drop: []corev1.Capability{"ALL"},
-								Add:  []corev1.Capability{"CHOWN", "FOWNER", "SETGID", "DAC_OVERRIDE"},
-							},
-							ProcMount:              ptr.To(corev1.DefaultProcMount),
-							ReadOnlyRootFilesystem: ptr.To(false),
-						},
+						Env:             stepEnv,
+						Resources:       buildResources,
+						VolumeMounts:    []corev1.VolumeMount{sources, readOnlyState, readOnlyDeps, credentials, tmp},
+						SecurityContext: restricted(),
 					}},
 				},
 			},
 		},
 	}
+}
+
+// buildUser is the uid and gid of every build step (the runtime images'
+// user 1000).
+const buildUser int64 = 1000
+
+// RuntimeImage is the image the Function is built on: the override or the
+// runtime's base image.
+func RuntimeImage(in Inputs) string {
+	if in.Function.Spec.RuntimeImageOverride != "" {
+		return in.Function.Spec.RuntimeImageOverride
+	}
+	return in.BaseImage
+}
+
+// buildEnv is the environment of our two build steps.
+func buildEnv(in Inputs) []corev1.EnvVar {
+	flags := ParseExecutorArgs(in.Config.Build.ExecutorArgs)
+	return []corev1.EnvVar{
+		{Name: build.EnvRuntime, Value: string(in.Function.Spec.Runtime)},
+		{Name: build.EnvBaseImage, Value: RuntimeImage(in)},
+		{Name: build.EnvDestination, Value: PushImage(in)},
+		{Name: build.EnvCacheRepository, Value: in.Registry.PushAddress + "/" + DependencyCacheRepository},
+		{Name: build.EnvPackageConfigDigest, Value: in.PackageConfigDigest},
+		{Name: build.EnvInsecure, Value: strconv.FormatBool(flags.Insecure)},
+		{Name: build.EnvSkipTLSVerify, Value: strconv.FormatBool(flags.SkipTLSVerify)},
+		{Name: build.EnvCache, Value: strconv.FormatBool(flags.Cache)},
+		{Name: build.EnvDockerConfig, Value: dockerPath + "/.docker"},
+	}
+}
+
+// dependencyScript installs the dependencies into the dependencies volume
+// unless prepare found their layer kept.
+func dependencyScript(rt build.Runtime) string {
+	return `if [ -e "` + build.DefaultStateDir + "/" + build.StateCached + `" ]; then echo "dependencies kept: nothing to install"; exit 0; fi` + "\n" +
+		`cd "` + build.DefaultDependenciesDir + `" && ` + rt.Install
+}
+
+// restricted is the security context the restricted Pod Security Standard
+// asks of every container, with a read-only root: each step writes only to
+// its volumes.
+func restricted() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ReadOnlyRootFilesystem:   ptr.To(true),
+	}
+}
+
+func stepResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+	}
+}
+
+func emptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 }
 
 // repoFetcher writes the files of status.commit (only status.baseDir) into
@@ -182,24 +268,28 @@ func repoFetcher(in Inputs) corev1.Container {
 		Command:         []string{"/" + module.FunctionController().Binary, "fetch"},
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Env:             env,
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-		},
-		VolumeMounts: []corev1.VolumeMount{{Name: volumeWorkspace, MountPath: workspacePath}},
-		SecurityContext: &corev1.SecurityContext{
-			Privileged:             ptr.To(false),
-			Capabilities:           &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			ProcMount:              ptr.To(corev1.DefaultProcMount),
-			ReadOnlyRootFilesystem: ptr.To(true),
-		},
+		Resources:       stepResources(),
+		VolumeMounts:    []corev1.VolumeMount{{Name: volumeWorkspace, MountPath: workspacePath}},
+		SecurityContext: restricted(),
 	}
 }
 
-// JobDestination is the image a build Job pushes (its --destination
-// argument), "" when it has none. 1.8.4 compares it to decide on a rebuild.
+// JobDestination is the image a build Job pushes, "" when it names none:
+// the build container's destination, or the --destination argument of the
+// kaniko Jobs of 1.8.4 and earlier versions, which compare it to decide on
+// a rebuild.
 func JobDestination(j *batchv1.Job) string {
 	containers := j.Spec.Template.Spec.Containers
+	for i := range containers {
+		if containers[i].Name != ContainerBuild {
+			continue
+		}
+		for _, e := range containers[i].Env {
+			if e.Name == build.EnvDestination {
+				return e.Value
+			}
+		}
+	}
 	for i := range containers {
 		if containers[i].Name != ContainerExecutor && len(containers) > 1 {
 			continue

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
 )
 
 var dumpExecutorArgs = []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
@@ -25,6 +26,22 @@ func mounts(ms []corev1.VolumeMount) []mount {
 	return out
 }
 
+func envMap(env []corev1.EnvVar) map[string]string {
+	out := map[string]string{}
+	for _, e := range env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+func volumesOf(c corev1.Container) []string {
+	out := make([]string, 0, len(c.VolumeMounts))
+	for _, m := range c.VolumeMounts {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
 func volumeNames(vs []corev1.Volume) []string {
 	out := make([]string, 0, len(vs))
 	for _, v := range vs {
@@ -33,56 +50,88 @@ func volumeNames(vs []corev1.Volume) []string {
 	return out
 }
 
-func TestBuildJobArgs(t *testing.T) {
+func TestBuildJobSteps(t *testing.T) {
 	tests := []struct {
-		name string
-		fn   *v1alpha2.Function
-		tail []string
+		name     string
+		fn       *v1alpha2.Function
+		base     string
+		install  string
+		depsFile string
 	}{
-		{"no override", newFunction(v1alpha2.RuntimeNodejs20), nil},
-		{"override adds the base_image build arg", newFunction(v1alpha2.RuntimePython312, func(fn *v1alpha2.Function) {
+		{"node", newFunction(v1alpha2.RuntimeNodejs20), testBase, "npm install", "package.json"},
+		{"override is the base image", newFunction(v1alpha2.RuntimePython312, func(fn *v1alpha2.Function) {
 			fn.Spec.RuntimeImageOverride = "my.registry/python:3"
-		}), []string{"--build-arg=base_image=my.registry/python:3"}},
+		}), "my.registry/python:3", "pip install", "requirements.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := inputs(tt.fn)
+			in.PackageConfigDigest = "sha256:cfg"
 			job := BuildJob(in, "hello-vbrth")
-			want := append(append([]string{}, dumpExecutorArgs...),
-				"--destination=k3d-kyma-registry:5000/fn-test-1-hello:"+ImageTag(in),
-				"--context=dir:///workspace")
-			want = append(want, tt.tail...)
-			require.Len(t, job.Spec.Template.Spec.Containers, 1)
-			assert.Equal(t, want, job.Spec.Template.Spec.Containers[0].Args)
+			pod := job.Spec.Template.Spec
+			require.Len(t, pod.InitContainers, 2)
+			prepare, deps := pod.InitContainers[0], pod.InitContainers[1]
+			require.Len(t, pod.Containers, 1)
+			b := pod.Containers[0]
+
+			assert.Equal(t, "prepare", prepare.Name)
+			assert.Equal(t, []string{"/function-controller", "build", "prepare"}, prepare.Command)
+			assert.Equal(t, "build", b.Name)
+			assert.Equal(t, []string{"/function-controller", "build", "image"}, b.Command)
+			for _, c := range []corev1.Container{prepare, b} {
+				assert.Equal(t, testConfig().Build.RepoFetcherImage, c.Image, "%s runs the controller's own image", c.Name)
+				assert.Equal(t, map[string]string{
+					build.EnvRuntime: string(tt.fn.Spec.Runtime), build.EnvBaseImage: tt.base,
+					build.EnvDestination: PushImage(in), build.EnvCacheRepository: "k3d-kyma-registry:5000/serverless-dependencies",
+					build.EnvPackageConfigDigest: "sha256:cfg", build.EnvInsecure: "true", build.EnvSkipTLSVerify: "true",
+					build.EnvCache: "true", build.EnvDockerConfig: "/docker/.docker",
+				}, envMap(c.Env), c.Name)
+				assert.NotContains(t, volumesOf(c), "registry-config", "%s never sees the package registry configuration", c.Name)
+			}
 			assert.Equal(t, PushImage(in), JobDestination(job))
+
+			assert.Equal(t, "dependencies", deps.Name)
+			assert.Equal(t, tt.base, deps.Image, "dependencies install in the runtime image itself")
+			require.Len(t, deps.Command, 3)
+			assert.Equal(t, []string{"/bin/sh", "-c"}, deps.Command[:2])
+			assert.Contains(t, deps.Command[2], `if [ -e "/state/cached" ]; then`, "kept dependencies are not installed again")
+			assert.Contains(t, deps.Command[2], tt.install)
+			assert.Equal(t, corev1.TerminationMessageFallbackToLogsOnError, deps.TerminationMessagePolicy)
+			assert.Contains(t, volumesOf(deps), "registry-config")
+			for _, m := range deps.VolumeMounts {
+				assert.Equal(t, m.Name != "dependencies" && m.Name != "tmp", m.ReadOnly, "%s of the dependency step", m.MountPath)
+			}
+			for _, m := range b.VolumeMounts {
+				assert.Equal(t, m.Name != "tmp", m.ReadOnly, "%s of the build step", m.MountPath)
+			}
+			// The sources as the runtime's files.
+			src := pod.Volumes[len(pod.Volumes)-1]
+			assert.Equal(t, "hello-vbrth", src.ConfigMap.Name)
+			assert.Contains(t, src.ConfigMap.Items, corev1.KeyToPath{Key: "dependencies", Path: tt.depsFile})
 		})
 	}
 }
 
-func TestBuildJobInline(t *testing.T) {
+func TestBuildJobFlags(t *testing.T) {
 	tests := []struct {
-		name   string
-		rt     v1alpha2.Runtime
-		mounts []mount
+		args []string
+		want BuildFlags
 	}{
-		{"nodejs20", v1alpha2.RuntimeNodejs20, []mount{
-			{"sources", "/workspace/src/package.json", "dependencies"},
-			{"sources", "/workspace/src/handler.js", "source"},
-			{"runtime", "/workspace/Dockerfile", "Dockerfile"},
-			{"credentials", "/docker", ""},
-			{"registry-config", "/workspace/registry-config/.npmrc", ".npmrc"},
-		}},
-		{"python312", v1alpha2.RuntimePython312, []mount{
-			{"sources", "/workspace/src/requirements.txt", "dependencies"},
-			{"sources", "/workspace/src/handler.py", "source"},
-			{"runtime", "/workspace/Dockerfile", "Dockerfile"},
-			{"credentials", "/docker", ""},
-			{"registry-config", "/workspace/registry-config/pip.conf", "pip.conf"},
-		}},
+		{dumpExecutorArgs, BuildFlags{Insecure: true, SkipTLSVerify: true, Cache: true,
+			Ignored: []string{"--skip-unused-stages", "--log-format=text", "--use-new-run", "--compressed-caching=false"}}},
+		{nil, BuildFlags{Cache: true}},
+		{[]string{"--cache=false", "--insecure=false", " --skip-tls-verify "}, BuildFlags{SkipTLSVerify: true}},
+		{[]string{"--insecure-registry=my.registry", "--cache=maybe"}, BuildFlags{Cache: true, Ignored: []string{"--insecure-registry=my.registry", "--cache=maybe"}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fn := newFunction(tt.rt, func(fn *v1alpha2.Function) {
+		assert.Equal(t, tt.want, ParseExecutorArgs(tt.args), "%v", tt.args)
+	}
+}
+
+func TestBuildJobInline(t *testing.T) {
+	for _, rt := range v1alpha2.Runtimes() {
+		t.Run(string(rt), func(t *testing.T) {
+			fn := newFunction(rt, func(fn *v1alpha2.Function) {
 				fn.Labels["local.serverless.kyma-project.io/build"] = "fail"
 			})
 			job := BuildJob(inputs(fn), "hello-vbrth")
@@ -106,39 +155,35 @@ func TestBuildJobInline(t *testing.T) {
 			pod := tmpl.Spec
 			assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 			assert.Empty(t, pod.ServiceAccountName)
-			assert.Equal(t, int64(0), *pod.SecurityContext.RunAsUser)
-			assert.Equal(t, int64(0), *pod.SecurityContext.RunAsGroup)
-			assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, pod.SecurityContext.SeccompProfile.Type)
-			assert.Empty(t, pod.InitContainers)
+			sc := pod.SecurityContext
+			assert.True(t, *sc.RunAsNonRoot)
+			assert.Equal(t, int64(1000), *sc.RunAsUser)
+			assert.Equal(t, int64(1000), *sc.RunAsGroup)
+			assert.Equal(t, int64(1000), *sc.FSGroup)
+			assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
 
-			assert.Equal(t, []string{"credentials", "registry-config", "runtime", "sources"}, volumeNames(pod.Volumes))
+			assert.Equal(t, []string{"credentials", "registry-config", "dependencies", "state", "tmp", "sources"}, volumeNames(pod.Volumes))
 			assert.Equal(t, "serverless-registry-config-default", pod.Volumes[0].Secret.SecretName)
 			assert.Equal(t, []corev1.KeyToPath{{Key: ".dockerconfigjson", Path: ".docker/config.json"}}, pod.Volumes[0].Secret.Items)
 			assert.Equal(t, "serverless-package-registry-config", pod.Volumes[1].Secret.SecretName)
 			assert.True(t, *pod.Volumes[1].Secret.Optional)
-			assert.Equal(t, "dockerfile-"+string(tt.rt), pod.Volumes[2].ConfigMap.Name)
-			assert.Equal(t, "hello-vbrth", pod.Volumes[3].ConfigMap.Name)
 
-			c := pod.Containers[0]
-			assert.Equal(t, "executor", c.Name)
-			assert.Equal(t, "europe-docker.pkg.dev/kyma-project/prod/external/gcr.io/kaniko-project/executor:v1.24.0", c.Image)
-			assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
-			assert.Equal(t, []corev1.EnvVar{
-				{Name: "DOCKER_CONFIG", Value: "/docker/.docker/"},
-				{Name: "GOOGLE_APPLICATION_CREDENTIALS", Value: "/dev/null"},
-			}, c.Env)
-			assert.Equal(t, tt.mounts, mounts(c.VolumeMounts))
-			for _, m := range c.VolumeMounts {
-				assert.True(t, m.ReadOnly, m.MountPath)
+			require.Len(t, pod.InitContainers, 2)
+			all := append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
+			for _, c := range all {
+				csc := c.SecurityContext
+				assert.False(t, *csc.Privileged, c.Name)
+				assert.False(t, *csc.AllowPrivilegeEscalation, c.Name)
+				assert.True(t, *csc.ReadOnlyRootFilesystem, c.Name)
+				assert.Equal(t, []corev1.Capability{"ALL"}, csc.Capabilities.Drop, c.Name)
+				assert.Empty(t, csc.Capabilities.Add, c.Name)
+				assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy, c.Name)
+				assert.Contains(t, mounts(c.VolumeMounts), mount{"sources", "/workspace/src", ""}, c.Name)
 			}
-			assert.True(t, resource.MustParse("1100Mi").Equal(c.Resources.Limits[corev1.ResourceMemory]))
-			assert.True(t, resource.MustParse("500m").Equal(c.Resources.Requests[corev1.ResourceCPU]))
-			sc := c.SecurityContext
-			assert.False(t, *sc.Privileged)
-			assert.False(t, *sc.ReadOnlyRootFilesystem)
-			assert.Equal(t, corev1.DefaultProcMount, *sc.ProcMount)
-			assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
-			assert.Equal(t, []corev1.Capability{"CHOWN", "FOWNER", "SETGID", "DAC_OVERRIDE"}, sc.Capabilities.Add)
+			for _, c := range []corev1.Container{pod.InitContainers[1], pod.Containers[0]} {
+				assert.True(t, resource.MustParse("1100Mi").Equal(c.Resources.Limits[corev1.ResourceMemory]), c.Name)
+				assert.True(t, resource.MustParse("500m").Equal(c.Resources.Requests[corev1.ResourceCPU]), c.Name)
+			}
 		})
 	}
 }
@@ -182,10 +227,10 @@ func TestBuildJobGit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			job := BuildJob(inputs(tt.fn), "")
 			pod := job.Spec.Template.Spec
-			assert.Equal(t, []string{"credentials", "registry-config", "runtime", "workspace"}, volumeNames(pod.Volumes))
-			assert.NotNil(t, pod.Volumes[3].EmptyDir)
+			assert.Equal(t, []string{"credentials", "registry-config", "dependencies", "state", "tmp", "workspace"}, volumeNames(pod.Volumes))
+			assert.NotNil(t, pod.Volumes[5].EmptyDir)
 
-			require.Len(t, pod.InitContainers, 1)
+			require.Len(t, pod.InitContainers, 3)
 			init := pod.InitContainers[0]
 			assert.Equal(t, "repo-fetcher", init.Name)
 			assert.Equal(t, "europe-docker.pkg.dev/kyma-project/prod/serverless-function-controller:0.1.0", init.Image)
@@ -197,14 +242,10 @@ func TestBuildJobGit(t *testing.T) {
 			assert.True(t, *init.SecurityContext.ReadOnlyRootFilesystem)
 			assert.True(t, resource.MustParse("256Mi").Equal(init.Resources.Limits[corev1.ResourceMemory]))
 
-			c := pod.Containers[0]
-			assert.Equal(t, []mount{
-				{"credentials", "/docker", ""},
-				{"workspace", "/workspace/src", "orders-service/function"},
-				{"runtime", "/workspace/Dockerfile", "Dockerfile"},
-				{"registry-config", "/workspace/registry-config/.npmrc", ".npmrc"},
-			}, mounts(c.VolumeMounts))
-			assert.False(t, c.VolumeMounts[1].ReadOnly, "the workspace is written by the build")
+			// The later steps read the fetched baseDir, as the tag names it.
+			for _, c := range append(pod.InitContainers[1:], pod.Containers...) {
+				assert.Contains(t, mounts(c.VolumeMounts), mount{"workspace", "/workspace/src", "orders-service/function"}, c.Name)
+			}
 		})
 	}
 }
@@ -220,6 +261,7 @@ func TestJobDestination(t *testing.T) {
 		job  *batchv1.Job
 		want string
 	}{
+		{"our build step", job(corev1.Container{Name: "build", Env: []corev1.EnvVar{{Name: "APP_BUILD_RUNTIME", Value: "nodejs22"}, {Name: "APP_BUILD_DESTINATION", Value: "r/ns-fn:def"}}}), "r/ns-fn:def"},
 		{"executor", job(corev1.Container{Name: "executor", Args: []string{"--insecure", "--destination=r/ns-fn:abc", "--context=dir:///workspace"}}), "r/ns-fn:abc"},
 		{"single container of another name (1.8.4 reads the first)", job(corev1.Container{Name: "kaniko", Args: []string{"--destination=r/x:1"}}), "r/x:1"},
 		{"executor among several", job(corev1.Container{Name: "sidecar", Args: []string{"--destination=no"}}, corev1.Container{Name: "executor", Args: []string{"--destination=yes"}}), "yes"},
