@@ -14,8 +14,9 @@ import "fmt"
 // build Dockerfiles put it there (1.8.4's layout, which the runtime images'
 // servers load from).
 type Runtime struct {
-	// DependencyFile names the dependency list in the Function's sources.
-	DependencyFile string
+	// Handler names the Function's code file, DependencyFile its
+	// dependency list, in its sources.
+	Handler, DependencyFile string
 	// SourceDir is where the Function's sources go in the image.
 	SourceDir string
 	// DependencyDir is where the installed dependencies go in the image.
@@ -38,6 +39,7 @@ const User = "1000"
 
 func nodejs() Runtime {
 	return Runtime{
+		Handler:          "handler.js",
 		DependencyFile:   "package.json",
 		SourceDir:        "/usr/src/app/function",
 		DependencyDir:    "/usr/src/app/function/node_modules",
@@ -53,6 +55,7 @@ func Runtimes() map[string]Runtime {
 		"nodejs20": nodejs(),
 		"nodejs22": nodejs(),
 		"python312": {
+			Handler:        "handler.py",
 			DependencyFile: "requirements.txt",
 			SourceDir:      "/kubeless",
 			// pip's target as the Dockerfile's `pip install` as root had it.

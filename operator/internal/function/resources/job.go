@@ -53,7 +53,6 @@ const (
 // (§11.13).
 func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 	fn := in.Function
-	files := filesOf(fn.Spec.Runtime)
 	git := fn.Spec.Source.Inline == nil && fn.Spec.Source.GitRepository != nil
 	rt, _ := build.RuntimeOf(string(fn.Spec.Runtime)) // the CRD admits known runtimes only
 
@@ -80,8 +79,8 @@ func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 		volumes = append(volumes, corev1.Volume{Name: volumeSources, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: sourceConfigMap},
 			Items: []corev1.KeyToPath{
-				{Key: SourceKey, Path: files.handler},
-				{Key: DependenciesKey, Path: files.dependencies},
+				{Key: SourceKey, Path: rt.Handler},
+				{Key: DependenciesKey, Path: rt.DependencyFile},
 			},
 		}}})
 	}
