@@ -11,6 +11,8 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -23,6 +25,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/copies"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/reconciler"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -76,6 +79,8 @@ func CacheOptions(cfg *config.Config) (cache.Options, error) {
 			&corev1.ConfigMap{}:                      perNamespace(labels.Everything()),
 			&corev1.Secret{}:                         perNamespace(bases),
 			&corev1.ServiceAccount{}:                 perNamespace(bases),
+			// Build Pods only, for their steps' termination messages.
+			&corev1.Pod{}: {Label: resources.BuildPodSelector(), Transform: buildPodTransform},
 		},
 	}, nil
 }
@@ -100,8 +105,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	slots := reconciler.NewBuildSlots(mgr.GetCache(), opts.Config.Build.MaxSimultaneousJobs, metrics)
+	pkgs, err := packageConfigCache(mgr, opts.Config.PackageRegistryConfigSecretName)
+	if err != nil {
+		return nil, err
+	}
 	r := reconciler.New(mgr.GetClient(), mgr.GetEventRecorder(module.FunctionController().Name), metrics, slots,
-		reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader()})
+		reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader(), PackageConfigs: pkgs})
 	inflight := reconciler.NewInFlight()
 	if err := r.SetupWithManager(mgr, opts.Workers, inflight); err != nil {
 		return nil, fmt.Errorf("setting up the Function controller: %w", err)
@@ -111,4 +120,53 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 		return nil, fmt.Errorf("setting up the copies controller: %w", err)
 	}
 	return inflight, nil
+}
+
+// packageConfigCache holds the package registry config Secrets (users
+// create them, unlabelled, in their namespaces), selected by name: a build
+// reads its namespace's from memory, whatever the number of Functions.
+func packageConfigCache(mgr ctrl.Manager, name string) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the package registry config cache: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the package registry config cache: %w", err)
+	}
+	return c, nil
+}
+
+// buildPodTransform keeps of a build Pod what the reconciler reads: its
+// labels and the termination of its containers.
+func buildPodTransform(o any) (any, error) {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	slim := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
+			Labels: pod.Labels, OwnerReferences: pod.OwnerReferences,
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	slim.Status.InitContainerStatuses = terminations(pod.Status.InitContainerStatuses)
+	slim.Status.ContainerStatuses = terminations(pod.Status.ContainerStatuses)
+	return slim, nil
+}
+
+func terminations(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, s := range in {
+		out[i] = corev1.ContainerStatus{Name: s.Name, State: corev1.ContainerState{Terminated: s.State.Terminated}}
+	}
+	return out
 }

@@ -7,12 +7,16 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
 // The cache drops managed fields (memory, see CacheOptions) and keeps
@@ -53,4 +57,41 @@ func typeName(obj client.Object) string {
 	default:
 		return "Job"
 	}
+}
+
+// Only build Pods are cached, and of them only what the reconciler reads.
+func TestCacheHoldsBuildPodsSlim(t *testing.T) {
+	opts, err := app.CacheOptions(&config.Config{BaseNamespace: "kyma-system"})
+	require.NoError(t, err)
+	var byObject cache.ByObject
+	for k, v := range opts.ByObject {
+		if _, ok := k.(*corev1.Pod); ok {
+			byObject = v
+		}
+	}
+	require.NotNil(t, byObject.Label, "Pods are cached by label")
+	internal := map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController, v1alpha2.LabelFunctionName: "hello"}
+	buildPod := labels.Merge(internal, map[string]string{resources.LabelJobName: "hello-build-x"})
+	functionPod := labels.Merge(internal, map[string]string{v1alpha2.LabelResource: v1alpha2.ResourceDeployment})
+	assert.True(t, byObject.Label.Matches(labels.Set(buildPod)))
+	assert.False(t, byObject.Label.Matches(labels.Set(functionPod)), "a Function's own Pods are not cached")
+	assert.False(t, byObject.Label.Matches(labels.Set{resources.LabelJobName: "someone-elses-job"}))
+
+	require.NotNil(t, byObject.Transform)
+	done := &corev1.ContainerStateTerminated{ExitCode: 0, Message: "sha256:abc"}
+	got, err := byObject.Transform(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: buildPod, Annotations: map[string]string{"big": "x"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "build", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "build", Image: "img", ImageID: "id", State: corev1.ContainerState{Terminated: done}}}},
+	})
+	require.NoError(t, err)
+	pod := got.(*corev1.Pod)
+	assert.Equal(t, map[string]string(buildPod), pod.Labels)
+	assert.Empty(t, pod.Annotations)
+	assert.Empty(t, pod.ManagedFields)
+	assert.Empty(t, pod.Spec.Containers)
+	assert.Equal(t, corev1.PodSucceeded, pod.Status.Phase)
+	assert.Equal(t, []corev1.ContainerStatus{{Name: "build", State: corev1.ContainerState{Terminated: done}}}, pod.Status.ContainerStatuses)
 }

@@ -34,6 +34,7 @@ type pass struct {
 	deployments []appsv1.Deployment
 	services    []corev1.Service
 	hpas        []autoscalingv1.HorizontalPodAutoscaler
+	buildPods   []corev1.Pod // Pods of its build Jobs (the cache holds no others)
 
 	sourceConfigMap string             // name of the source ConfigMap in use
 	finishedJob     *batchv1.Job       // the build Job whose success this pass records

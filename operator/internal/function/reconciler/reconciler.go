@@ -38,6 +38,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -62,12 +63,16 @@ type Options struct {
 	API client.Reader
 	// Git resolves Git Functions' references (nil: git.Resolver{}).
 	Git GitResolver
+	// PackageConfigs reads the package registry config Secrets, which
+	// users create and the main cache does not hold (nil: the client).
+	PackageConfigs client.Reader
 }
 
 // Reconciler reconciles Functions.
 type Reconciler struct {
 	client  client.Client // reads from the cache, writes to the API server
 	api     client.Reader // reads user-owned copies (nil: none)
+	pkgs    client.Reader // reads package registry config Secrets
 	events  EventRecorder
 	metrics *Metrics
 	slots   *BuildSlots
@@ -90,9 +95,12 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 	if opts.Git == nil {
 		opts.Git = git.Resolver{}
 	}
+	if opts.PackageConfigs == nil {
+		opts.PackageConfigs = c
+	}
 	return &Reconciler{
 		git:    gitDeps{resolver: opts.Git, checks: newGitChecks()},
-		client: c, api: opts.API, events: events, metrics: metrics, slots: slots, retries: newRetries(),
+		client: c, api: opts.API, pkgs: opts.PackageConfigs, events: events, metrics: metrics, slots: slots, retries: newRetries(),
 		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(),
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -29,7 +30,7 @@ const ControllerName = "function"
 // workers concurrent passes. Triggers: Function spec/label changes, every
 // change of its children (Jobs and Deployments by watch, no polling), the
 // end of any build Job (waiting Functions get their turn at once), and
-// changes of the per-namespace copies.
+// changes of the per-namespace copies, and the end of a build Pod.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *InFlight) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -41,6 +42,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *I
 		Owns(&corev1.Service{}).
 		Owns(&autoscalingv1.HorizontalPodAutoscaler{}).
 		Watches(&batchv1.Job{}, r.slots.WakeHandler()).
+		// A build Pod's end carries its steps' messages (the digest).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(buildPodFunction),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: podFinished, CreateFunc: func(event.CreateEvent) bool { return false }})).
 		Watches(&corev1.Secret{}, r.copyHandler(func(o client.Object) bool {
 			return o.GetName() == r.cfg.ImageRegistryDefaultDockerConfigSecretName
 		})).
@@ -100,4 +104,21 @@ func (s *BuildSlots) WakeHandler() handler.EventHandler {
 			}
 		},
 	}
+}
+
+// buildPodFunction maps a build Pod to its Function (the Pod has the
+// Function's internal labels).
+func buildPodFunction(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[v1alpha2.LabelFunctionName]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// podFinished passes the update in which a build Pod ends.
+func podFinished(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*corev1.Pod)
+	cur, okNew := e.ObjectNew.(*corev1.Pod)
+	return okOld && okNew && !resources.ReadBuildPod(old).Finished && resources.ReadBuildPod(cur).Finished
 }

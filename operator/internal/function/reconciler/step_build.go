@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
@@ -39,20 +41,32 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 		}
 	}
 
-	if p.fn.Status.BuiltImage == p.pullImage || runsImage(p.deployments, p.pullImage) {
+	known := ""
+	if resources.SameImage(p.fn.Status.BuiltImage, p.pullImage) {
+		known = p.fn.Status.BuiltImage
+	} else if running, ok := runningImage(p.deployments, p.pullImage); ok {
+		known = running
+	}
+	if known != "" {
 		msg := fmt.Sprintf("Image %s built", p.pullImage)
 		if current != nil && jobCondition(current, batchv1.JobComplete) != nil {
 			msg = fmt.Sprintf("Job %s finished", current.Name)
 		}
-		r.built(p, msg)
+		r.built(p, resources.DigestOf(known), msg)
 		return nil
 	}
 
 	if current != nil {
 		switch {
 		case jobCondition(current, batchv1.JobComplete) != nil:
+			out, seen := buildOutcome(p.buildPods, current)
+			if seen && !out.Finished {
+				// The Job's end reached the cache before its Pod's: the Pod's
+				// update brings the digest.
+				return nil
+			}
 			p.finishedJob = current
-			r.built(p, fmt.Sprintf("Job %s finished", current.Name))
+			r.built(p, out.Digest, fmt.Sprintf("Job %s finished", current.Name))
 			return nil
 		case jobCondition(current, batchv1.JobFailed) != nil:
 			retry, err := r.failed(ctx, p, current)
@@ -71,6 +85,9 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 
 	if r.ownImageMissing(p, v1alpha2.ConditionBuildReady) {
 		return nil
+	}
+	if err := r.packageConfig(ctx, p); err != nil {
+		return err
 	}
 	job := resources.BuildJob(p.in, p.sourceConfigMap)
 	if job.Annotations == nil {
@@ -93,12 +110,14 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	return nil
 }
 
-// built records that the expected image exists.
-func (r *Reconciler) built(p *pass, message string) {
+// built records that the expected image exists, with its digest when
+// known: the Deployment runs that digest.
+func (r *Reconciler) built(p *pass, digest, message string) {
 	p.built = true
 	r.slots.Leave(p.key)
 	r.retries.reset(p.key)
-	p.status.BuiltImage = p.pullImage
+	p.in.Digest = digest
+	p.status.BuiltImage = resources.RunImage(p.in)
 	p.status.RuntimeImage = resources.RuntimeImage(p.in)
 	if !isTrue(&p.status, v1alpha2.ConditionBuildReady) {
 		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionTrue, v1alpha2.ReasonJobFinished, message, p.now)
@@ -111,6 +130,9 @@ func (r *Reconciler) built(p *pass, message string) {
 func (r *Reconciler) failed(ctx context.Context, p *pass, job *batchv1.Job) (bool, error) {
 	c := jobCondition(job, batchv1.JobFailed)
 	msg := fmt.Sprintf("Job %s failed, it will be re-run: %s", job.Name, jobFailure(c))
+	if out, _ := buildOutcome(p.buildPods, job); out.FailedStep != "" {
+		msg += fmt.Sprintf("; step %s: %s", out.FailedStep, out.Failure)
+	}
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed, msg, p.now)
 	wait := retryIn(job, c, p.fn, r.retries.delay(p.key, r.cfg.GitFetchRequeueDuration), p.now.Time)
 	if wait > 0 {
@@ -167,14 +189,31 @@ func splitJobs(jobs []batchv1.Job, destination string) (*batchv1.Job, []*batchv1
 	return current, stale
 }
 
-// runsImage reports whether a Deployment's function container has image.
-func runsImage(deps []appsv1.Deployment, image string) bool {
+// runningImage is the reference of image (by tag or digest) a Deployment's
+// function container runs.
+func runningImage(deps []appsv1.Deployment, image string) (string, bool) {
 	for i := range deps {
-		if c := deps[i].Spec.Template.Spec.Containers; len(c) > 0 && c[0].Image == image {
-			return true
+		if c := deps[i].Spec.Template.Spec.Containers; len(c) > 0 && resources.SameImage(c[0].Image, image) {
+			return c[0].Image, true
 		}
 	}
-	return false
+	return "", false
+}
+
+// buildOutcome reads the newest Pod of job; seen is false when the cache has
+// none (simulated away, or removed with an old Job).
+func buildOutcome(pods []corev1.Pod, job *batchv1.Job) (out resources.BuildOutcome, seen bool) {
+	var newest *corev1.Pod
+	for i := range pods {
+		if pods[i].Labels[resources.LabelJobName] == job.Name &&
+			(newest == nil || newest.CreationTimestamp.Before(&pods[i].CreationTimestamp)) {
+			newest = &pods[i]
+		}
+	}
+	if newest == nil {
+		return out, false
+	}
+	return resources.ReadBuildPod(newest), true
 }
 
 // ownImageMissing reports on condition typ that the controller's own image,
@@ -187,4 +226,21 @@ func (r *Reconciler) ownImageMissing(p *pass, typ string) bool {
 	setCondition(&p.status, typ, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
 		"APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE is not set: the build Job runs its steps and fetches Git sources with the controller's own image (the chart sets it)", p.now)
 	return true
+}
+
+// packageConfig identifies the package registry configuration of the
+// Function's namespace for the dependency key: Functions built against
+// different registries or credentials never share a dependency layer.
+func (r *Reconciler) packageConfig(ctx context.Context, p *pass) error {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: p.fn.Namespace, Name: r.cfg.PackageRegistryConfigSecretName}
+	if err := r.pkgs.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			p.in.PackageConfigDigest = ""
+			return nil
+		}
+		return fmt.Errorf("reading the package registry config %s: %w", key, err)
+	}
+	p.in.PackageConfigDigest = resources.PackageConfigDigest(secret)
+	return nil
 }

@@ -87,7 +87,7 @@ func (r *Reconciler) deploymentFailed(p *pass, verb string, err error) error {
 // else the oldest; nil when there is none.
 func pickDeployment(deps []appsv1.Deployment, image string) *appsv1.Deployment {
 	for i := range deps {
-		if c := deps[i].Spec.Template.Spec.Containers; len(c) > 0 && c[0].Image == image {
+		if c := deps[i].Spec.Template.Spec.Containers; len(c) > 0 && resources.SameImage(c[0].Image, image) {
 			return &deps[i]
 		}
 	}

@@ -27,8 +27,9 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 		deps appsv1.DeploymentList
 		svcs corev1.ServiceList
 		hpas autoscalingv1.HorizontalPodAutoscalerList
+		pods corev1.PodList
 	)
-	for _, l := range []client.ObjectList{&cms, &jobs, &deps, &svcs, &hpas} {
+	for _, l := range []client.ObjectList{&cms, &jobs, &deps, &svcs, &hpas, &pods} {
 		if err := r.client.List(ctx, l, opts...); err != nil {
 			return fmt.Errorf("listing %T: %w", l, err)
 		}
@@ -38,6 +39,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	p.deployments = live(deps.Items)
 	p.services = live(svcs.Items)
 	p.hpas = live(hpas.Items)
+	p.buildPods = pods.Items
 	return nil
 }
 

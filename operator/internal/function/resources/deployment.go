@@ -72,7 +72,7 @@ func Deployment(in Inputs) *appsv1.Deployment {
 					Volumes:            volumes,
 					Containers: []corev1.Container{{
 						Name:            ContainerFunction,
-						Image:           PullImage(in),
+						Image:           RunImage(in),
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Env:             functionEnv(in),
 						Resources:       functionResources,

@@ -20,6 +20,10 @@ type Inputs struct {
 	// PackageConfigDigest identifies the package registry configuration in
 	// the Function's namespace ("" for none): part of the dependency key.
 	PackageConfigDigest string
+	// Digest is the built image's digest when its build reported one: the
+	// Deployment then runs exactly that image. "" runs it by tag (images
+	// built by 1.8.4 and simulated builds).
+	Digest string
 }
 
 // ImageTag is the image tag: lowercase hex SHA-256 of the string 1.8.4
@@ -67,8 +71,32 @@ func EffectiveRuntime(fn *v1alpha2.Function) string {
 // PushImage is the reference kaniko pushes to (--destination).
 func PushImage(in Inputs) string { return image(in.Registry.PushAddress, in) }
 
-// PullImage is the reference the Deployment runs.
+// PullImage is the reference of the built image in the Function registry,
+// by tag.
 func PullImage(in Inputs) string { return image(in.Registry.PullAddress, in) }
+
+// RunImage is the reference the Deployment runs: PullImage, pinned to the
+// digest when the build reported one (tag@digest: readable, and the digest
+// decides what runs).
+func RunImage(in Inputs) string {
+	if in.Digest == "" {
+		return PullImage(in)
+	}
+	return PullImage(in) + "@" + in.Digest
+}
+
+// SameImage reports whether ref is image by tag, pinned to a digest or not.
+func SameImage(ref, image string) bool {
+	return ref == image || strings.HasPrefix(ref, image+"@")
+}
+
+// DigestOf is the digest a reference is pinned to ("" for none).
+func DigestOf(ref string) string {
+	if i := strings.LastIndex(ref, "@"); i >= 0 {
+		return ref[i+1:]
+	}
+	return ""
+}
 
 func image(address string, in Inputs) string {
 	return address + "/" + in.Function.Namespace + "-" + in.Function.Name + ":" + ImageTag(in)
