@@ -43,8 +43,11 @@ type ServerlessSpec struct {
 	// +optional
 	FunctionRequeueDuration string `json:"functionRequeueDuration,omitempty"`
 
-	// FunctionBuildExecutorArgs are the arguments of the image builder (kaniko),
-	// comma-separated. Default: the Function controller's build arguments.
+	// FunctionBuildExecutorArgs are build flags in kaniko's spelling (the
+	// builder of 1.8.4), comma-separated. --insecure, --skip-tls-verify and
+	// --cache take effect on the module's own builder; the others are
+	// accepted and listed in status.functionBuildExecutorArgsIgnored.
+	// Default: --insecure,--skip-tls-verify,--cache=true.
 	// Only allow-listed flags (the README lists them; keep it in step with the
 	// rule on ServerlessSpec, a regular expression whose cost stays within the
 	// API server's budget) and those named in

@@ -129,6 +129,11 @@ type EffectiveConfiguration struct {
 	RequeueDuration string `json:"functionRequeueDuration,omitempty"`
 	// BuildExecutorArgs of build Jobs.
 	BuildExecutorArgs string `json:"functionBuildExecutorArgs,omitempty"`
+	// BuildExecutorArgsIgnored are the flags of BuildExecutorArgs that have
+	// no effect on the module's builder (kaniko flags without a meaning
+	// there), comma-separated.
+	// +optional
+	BuildExecutorArgsIgnored string `json:"functionBuildExecutorArgsIgnored,omitempty"`
 	// BuildMaxSimultaneousJobs in the cluster.
 	BuildMaxSimultaneousJobs string `json:"functionBuildMaxSimultaneousJobs,omitempty"`
 	// HealthzLivenessTimeout of the Function controller.

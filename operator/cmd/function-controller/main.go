@@ -76,7 +76,7 @@ func envNames() []string {
 		config.EnvPublisherProxyAddress, config.EnvTraceCollectorEndpoint, config.EnvImageRegistryDockerConfigSecret,
 		config.EnvPackageRegistryConfigSecretName, config.EnvImagePullAccountName, config.EnvTargetCPUUtilizationPercentage,
 		config.EnvRequeueDuration, config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration,
-		config.EnvResourceConfig, config.EnvBuildExecutorArgs, config.EnvBuildExecutorImage,
+		config.EnvResourceConfig, config.EnvBuildExecutorArgs,
 		config.EnvBuildRepoFetcherImage, config.EnvBuildMaxSimultaneousJobs,
 	}
 }

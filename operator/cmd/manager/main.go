@@ -30,7 +30,7 @@ import (
 // imageKeys are the chart's image values; IMAGE_<KEY> overrides one
 // (e.g. IMAGE_FUNCTION_CONTROLLER=mirror.example/function-controller:1.8.4).
 var imageKeys = []string{
-	"function_controller", "kaniko_executor",
+	"function_controller",
 	"function_runtime_nodejs20", "function_runtime_nodejs22", "function_runtime_python312",
 	"registry", "registry_init",
 }

@@ -33,7 +33,7 @@ func knownVariables() []string {
 		config.EnvTraceCollectorEndpoint, config.EnvImageRegistryDockerConfigSecret, config.EnvPackageRegistryConfigSecretName,
 		config.EnvImagePullAccountName, config.EnvTargetCPUUtilizationPercentage, config.EnvRequeueDuration,
 		config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration, config.EnvResourceConfig,
-		config.EnvBuildExecutorArgs, config.EnvBuildExecutorImage, config.EnvBuildRepoFetcherImage,
+		config.EnvBuildExecutorArgs, config.EnvBuildRepoFetcherImage,
 		config.EnvBuildMaxSimultaneousJobs}
 }
 
@@ -176,7 +176,7 @@ func TestChartEnvironment(t *testing.T) {
 					Tracing:  &v1alpha1.Endpoint{Endpoint: "http://otel.example:4318/v1/traces"},
 				}
 				facts := values.Facts{Namespace: "serverless", Nodes: 3, ImageOverrides: map[string]string{
-					"kaniko_executor": "mirror.example/kaniko:v1", "function_controller": "mirror.example/controller:v2"}}
+					"function_controller": "mirror.example/controller:v2"}}
 				return managerValues(t, spec, facts, map[string]map[string]any{
 					"controller": {"replicas": int64(2)},
 				})
@@ -190,7 +190,6 @@ func TestChartEnvironment(t *testing.T) {
 				c.PublisherProxyAddress = "http://events.example/publish"
 				c.TraceCollectorEndpoint = "http://otel.example:4318/v1/traces"
 				c.Build.ExecutorArgs = []string{"--insecure", "--cache=false"}
-				c.Build.ExecutorImage = "mirror.example/kaniko:v1"
 				c.Build.MaxSimultaneousJobs = 9
 				return c
 			},

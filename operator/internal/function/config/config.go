@@ -5,6 +5,8 @@
 package config
 
 import (
+	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
+
 	"errors"
 	"slices"
 	"time"
@@ -37,7 +39,6 @@ const (
 	EnvGitFetchRequeueDuration         = "APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION"
 	EnvResourceConfig                  = "APP_FUNCTION_RESOURCE_CONFIG"
 	EnvBuildExecutorArgs               = "APP_FUNCTION_BUILD_EXECUTOR_ARGS"
-	EnvBuildExecutorImage              = "APP_FUNCTION_BUILD_EXECUTOR_IMAGE"
 	EnvBuildRepoFetcherImage           = "APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE"
 	EnvBuildMaxSimultaneousJobs        = "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS"
 )
@@ -83,9 +84,8 @@ type Config struct {
 
 // BuildConfig configures build Jobs.
 type BuildConfig struct {
-	ExecutorArgs        []string // APP_FUNCTION_BUILD_EXECUTOR_ARGS (comma list)
-	ExecutorImage       string   // APP_FUNCTION_BUILD_EXECUTOR_IMAGE
-	RepoFetcherImage    string   // APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE
+	ExecutorArgs        []string // APP_FUNCTION_BUILD_EXECUTOR_ARGS (comma list of kaniko's flags, see package buildflags)
+	RepoFetcherImage    string   // APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE: this controller's image, which runs the build steps
 	MaxSimultaneousJobs int      // APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS: cluster-wide cap on unfinished build Jobs
 }
 
@@ -105,20 +105,14 @@ const (
 	DefaultFunctionReadyRequeueDuration   = 5 * time.Minute
 	DefaultGitFetchRequeueDuration        = 30 * time.Second
 	DefaultMaxSimultaneousJobs            = 5
-	// The executor image is the chart's, not 1.8.4's code default (kaniko
-	// v1.9.2 predates the chart the controller ships with).
-	DefaultExecutorImage = "europe-docker.pkg.dev/kyma-project/prod/external/gcr.io/kaniko-project/executor:v1.24.0"
 	// DefaultRepoFetcherImage is none: the Git fetcher is this controller's
 	// own image (its fetch subcommand), which only the chart knows; without
 	// it Git Functions say so in their condition, inline ones work.
 	DefaultRepoFetcherImage = ""
 )
 
-// DefaultExecutorArgs are kaniko's arguments when APP_FUNCTION_BUILD_EXECUTOR_ARGS is absent.
-func DefaultExecutorArgs() []string {
-	return []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
-		"--cache=true", "--use-new-run", "--compressed-caching=false"}
-}
+// DefaultExecutorArgs are the build flags when APP_FUNCTION_BUILD_EXECUTOR_ARGS is absent.
+func DefaultExecutorArgs() []string { return buildflags.Split(buildflags.Default) }
 
 // Load reads the configuration through lookup (os.LookupEnv in main). A
 // variable that is absent or empty (or only blanks) takes its default, as
@@ -154,7 +148,6 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		Resources:                    r.resources(EnvResourceConfig),
 		Build: BuildConfig{
 			ExecutorArgs:        r.list(EnvBuildExecutorArgs, DefaultExecutorArgs()),
-			ExecutorImage:       r.str(EnvBuildExecutorImage, DefaultExecutorImage),
 			RepoFetcherImage:    r.str(EnvBuildRepoFetcherImage, DefaultRepoFetcherImage),
 			MaxSimultaneousJobs: int(r.int32(EnvBuildMaxSimultaneousJobs, DefaultMaxSimultaneousJobs)),
 		},

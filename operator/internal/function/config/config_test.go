@@ -19,7 +19,7 @@ func env(vars map[string]string) func(string) (string, bool) {
 }
 
 // defaults is the configuration of a controller started with no APP_* at all,
-// written out from contract §2.2 (images: the chart's, see DefaultExecutorImage).
+// written out from contract §2.2, except the build flags (package buildflags).
 func defaults() config.Config {
 	return config.Config{
 		MetricsAddress:                             ":8080",
@@ -41,9 +41,7 @@ func defaults() config.Config {
 		FunctionReadyRequeueDuration:               5 * time.Minute,
 		GitFetchRequeueDuration:                    30 * time.Second,
 		Build: config.BuildConfig{
-			ExecutorArgs: []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
-				"--cache=true", "--use-new-run", "--compressed-caching=false"},
-			ExecutorImage:       "europe-docker.pkg.dev/kyma-project/prod/external/gcr.io/kaniko-project/executor:v1.24.0",
+			ExecutorArgs:        []string{"--insecure", "--skip-tls-verify", "--cache=true"},
 			RepoFetcherImage:    "",
 			MaxSimultaneousJobs: 5,
 		},
@@ -116,8 +114,6 @@ func TestLoadVariable(t *testing.T) {
 			want: func(c *config.Config) { c.Resources.BuildJob.DefaultPreset = "fast" }},
 		{env: "APP_FUNCTION_BUILD_EXECUTOR_ARGS", value: "--insecure,--cache=false",
 			want: func(c *config.Config) { c.Build.ExecutorArgs = []string{"--insecure", "--cache=false"} }},
-		{env: "APP_FUNCTION_BUILD_EXECUTOR_IMAGE", value: "mirror.example/kaniko:v1",
-			want: func(c *config.Config) { c.Build.ExecutorImage = "mirror.example/kaniko:v1" }},
 		{env: "APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE", value: "mirror.example/init:v1",
 			want: func(c *config.Config) { c.Build.RepoFetcherImage = "mirror.example/init:v1" }},
 		{env: "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS", value: "12",

@@ -75,7 +75,6 @@ func testConfig() *config.Config {
 		},
 		Build: config.BuildConfig{
 			ExecutorArgs:     config.DefaultExecutorArgs(),
-			ExecutorImage:    config.DefaultExecutorImage,
 			RepoFetcherImage: "europe-docker.pkg.dev/kyma-project/prod/serverless-function-controller:0.1.0",
 		},
 	}

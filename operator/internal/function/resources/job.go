@@ -12,6 +12,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
+	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -182,7 +183,7 @@ func RuntimeImage(in Inputs) string {
 
 // buildEnv is the environment of our two build steps.
 func buildEnv(in Inputs) []corev1.EnvVar {
-	flags := ParseExecutorArgs(in.Config.Build.ExecutorArgs)
+	flags := buildflags.Parse(in.Config.Build.ExecutorArgs)
 	return []corev1.EnvVar{
 		{Name: build.EnvRuntime, Value: string(in.Function.Spec.Runtime)},
 		{Name: build.EnvBaseImage, Value: RuntimeImage(in)},

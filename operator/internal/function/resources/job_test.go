@@ -112,22 +112,6 @@ func TestBuildJobSteps(t *testing.T) {
 	}
 }
 
-func TestBuildJobFlags(t *testing.T) {
-	tests := []struct {
-		args []string
-		want BuildFlags
-	}{
-		{dumpExecutorArgs, BuildFlags{Insecure: true, SkipTLSVerify: true, Cache: true,
-			Ignored: []string{"--skip-unused-stages", "--log-format=text", "--use-new-run", "--compressed-caching=false"}}},
-		{nil, BuildFlags{Cache: true}},
-		{[]string{"--cache=false", "--insecure=false", " --skip-tls-verify "}, BuildFlags{SkipTLSVerify: true}},
-		{[]string{"--insecure-registry=my.registry", "--cache=maybe"}, BuildFlags{Cache: true, Ignored: []string{"--insecure-registry=my.registry", "--cache=maybe"}}},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, ParseExecutorArgs(tt.args), "%v", tt.args)
-	}
-}
-
 func TestBuildJobInline(t *testing.T) {
 	for _, rt := range v1alpha2.Runtimes() {
 		t.Run(string(rt), func(t *testing.T) {

@@ -54,6 +54,9 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 		msg = built.Warnings[0]
 		reason = v1alpha1.ReasonBothRegistries
 	}
+	if ignored := built.Effective.BuildExecutorArgsIgnored; ignored != "" {
+		msg += "; functionBuildExecutorArgs without effect on the module's builder: " + ignored
+	}
 	s.setCondition(v1alpha1.ConditionConfigured, metav1.ConditionTrue, reason, msg)
 	return true
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
 )
 
 // Keys an external registry Secret must hold.
@@ -127,6 +128,7 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 		CPUUtilizationPercentage: strconv.Itoa(int(c.TargetCPUUtilizationPercentage)),
 		RequeueDuration:          c.FunctionRequeueDuration,
 		BuildExecutorArgs:        c.FunctionBuildExecutorArgs,
+		BuildExecutorArgsIgnored: strings.Join(buildflags.Parse(buildflags.Split(c.FunctionBuildExecutorArgs)).Ignored, ","),
 		BuildMaxSimultaneousJobs: strconv.Itoa(int(c.FunctionBuildMaxSimultaneousJobs)),
 		HealthzLivenessTimeout:   c.HealthzLivenessTimeout,
 		DefaultBuildJobPreset:    v.Controller.ResourcesConfiguration.BuildJob.Resources.DefaultPreset,

@@ -266,3 +266,17 @@ func TestParseNodePortRange(t *testing.T) {
 		})
 	}
 }
+
+// Kaniko flags without a meaning for the module's builder are reported in
+// the status, never dropped silently.
+func TestIgnoredBuildFlagsAreReported(t *testing.T) {
+	for args, ignored := range map[string]string{
+		"": "",
+		"--insecure,--skip-tls-verify,--skip-unused-stages,--log-format=text,--cache=true,--use-new-run,--compressed-caching=false": "--skip-unused-stages,--log-format=text,--use-new-run,--compressed-caching=false",
+		"--insecure,--cache=false": "",
+	} {
+		res, err := Build(v1alpha1.ServerlessSpec{FunctionBuildExecutorArgs: args}, Facts{Namespace: "ns", NewSecret: counter()})
+		require.NoError(t, err)
+		assert.Equal(t, ignored, res.Effective.BuildExecutorArgsIgnored, "%q", args)
+	}
+}

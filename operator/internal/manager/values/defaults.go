@@ -2,10 +2,12 @@ package values
 
 // Defaults of the Serverless spec; they match the Function controller's
 // published chart defaults.
+import "github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
+
 const (
 	DefaultTargetCPUUtilizationPercentage   = 50
 	DefaultFunctionRequeueDuration          = "5m"
-	DefaultFunctionBuildExecutorArgs        = "--insecure,--skip-tls-verify,--skip-unused-stages,--log-format=text,--cache=true,--use-new-run,--compressed-caching=false"
+	DefaultFunctionBuildExecutorArgs        = buildflags.Default
 	DefaultFunctionBuildMaxSimultaneousJobs = 5
 	DefaultHealthzLivenessTimeout           = "10s"
 	DefaultLogLevel                         = "info"

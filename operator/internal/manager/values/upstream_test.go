@@ -24,11 +24,12 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 )
 
-// upstreamDefaultArgs are the kaniko arguments of upstream's chart
-// (config/serverless/values.yaml, 1.8.4), which its operator keeps when the
-// spec leaves functionBuildExecutorArgs empty.
-var upstreamDefaultArgs = []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
-	"--cache=true", "--use-new-run", "--compressed-caching=false"}
+// upstreamDefaultArgs are the build flags our chart sets where upstream's
+// (config/serverless/values.yaml, 1.8.4) set its kaniko arguments, which
+// its operator keeps when the spec leaves functionBuildExecutorArgs empty:
+// its flags that mean something to our builder, the kaniko-only ones gone
+// with kaniko (a spec that sets them keeps them, reported as ignored).
+var upstreamDefaultArgs = []string{"--insecure", "--skip-tls-verify", "--cache=true"}
 
 // upstreamConfig is the Function controller configuration upstream's
 // operator 1.8.4 produces for a spec, worked out by hand from its rules
@@ -111,6 +112,8 @@ logFormat: "json"`,
 			want: with(defaults(1), func(c *upstreamConfig) {
 				c.tracer = "http://telemetry-otlp-traces.kyma-system.svc.cluster.local:4318/v1/traces"
 				c.buildPreset, c.podPreset = "normal", "M"
+				c.args = []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
+					"--cache=true", "--use-new-run", "--compressed-caching=false"}
 			})},
 		{name: "every field", nodes: 3, spec: `
 dockerRegistry: {secretName: my-secret}
