@@ -4,7 +4,7 @@
 # rebuilt, so a second run is a no-op. Prints the directory of every tool
 # set on the last lines as NAME=DIR for callers that want to eval them.
 #
-# usage: hack/tools.sh [k8s|etcd|kwok|controller-gen|helm ...]   (default: all)
+# usage: hack/tools.sh [k8s|etcd|kwok|controller-gen|helm|registry ...]   (default: all)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +20,7 @@ ETCD_VERSION=$(modver etcd go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(modver kwok sigs.k8s.io/kwok)
 CONTROLLER_GEN_VERSION=$(modver controller-gen sigs.k8s.io/controller-tools)
 HELM_VERSION=$(modver helm helm.sh/helm/v3)
+REGISTRY_VERSION=$(modver registry github.com/distribution/distribution/v3)
 
 log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -55,7 +56,7 @@ k8s_ldflags() {
   echo "$f"
 }
 
-want=${*:-k8s etcd kwok controller-gen helm}
+want=${*:-k8s etcd kwok controller-gen helm registry}
 for t in $want; do
   case $t in
     k8s) build k8s "$BIN/k8s-$K8S_VERSION" "$(k8s_ldflags)" \
@@ -66,6 +67,9 @@ for t in $want; do
     kwok) build kwok "$BIN/kwok-$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" kwok=sigs.k8s.io/kwok/cmd/kwok ;;
     controller-gen) build controller-gen "$BIN/controller-gen-$CONTROLLER_GEN_VERSION" "" controller-gen=sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     helm) build helm "$BIN/helm-$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" helm=helm.sh/helm/v3/cmd/helm ;;
+    # The chart's registry image is distribution; real builds push to it.
+    registry) build registry "$BIN/registry-$REGISTRY_VERSION" "-X github.com/distribution/distribution/v3/version.version=$REGISTRY_VERSION" \
+           registry=github.com/distribution/distribution/v3/cmd/registry ;;
     *) echo "unknown tool $t" >&2; exit 2 ;;
   esac
 done
@@ -79,3 +83,4 @@ for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do link 
 link "kwok-$KWOK_VERSION/kwok"
 link "controller-gen-$CONTROLLER_GEN_VERSION/controller-gen"
 link "helm-$HELM_VERSION/helm"
+link "registry-$REGISTRY_VERSION/registry"

@@ -60,7 +60,12 @@ func startFunctionController(t *testing.T) *fnEnv {
 	e := startManager(t)
 	e.applySample("default-serverless-cr.yaml")
 	e.waitState("default", v1alpha1.StateReady)
+	return runFunctionController(t, e)
+}
 
+// runFunctionController runs the Function controller of the installed module.
+func runFunctionController(t *testing.T, e *env) *fnEnv {
+	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, v1alpha1.AddToScheme(s))

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
+	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 )
 
 // runBuild is `function-controller build prepare|image`, the build Job's

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
+	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 )
 
 // `function-controller build prepare` and `build image` run as processes,

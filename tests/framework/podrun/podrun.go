@@ -83,13 +83,33 @@ func Prepare(ctx context.Context, c client.Reader, spec Spec) (*Plan, error) {
 	if err := c.Get(ctx, types.NamespacedName{Namespace: spec.Namespace, Name: spec.Deployment}, d); err != nil {
 		return nil, fmt.Errorf("reading Deployment %s/%s: %w", spec.Namespace, spec.Deployment, err)
 	}
-	pod := d.Spec.Template.Spec
-	ctr, err := container(pod, spec.Container)
+	p, err := prepare(ctx, c, spec, d.Name+"-local", d.Spec.Template.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("Deployment %s/%s: %w", spec.Namespace, spec.Deployment, err)
 	}
+	p.deployment = types.NamespacedName{Namespace: spec.Namespace, Name: spec.Deployment}
+	p.template = *d.Spec.Template.DeepCopy()
+	return p, nil
+}
+
+// PreparePod is Prepare for a container, or init container, of a Pod
+// (spec.Namespace is the Pod's, spec.Deployment is not used).
+func PreparePod(ctx context.Context, c client.Reader, pod *corev1.Pod, spec Spec) (*Plan, error) {
+	spec.Namespace = pod.Namespace
+	p, err := prepare(ctx, c, spec, pod.Name, pod.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return p, nil
+}
+
+func prepare(ctx context.Context, c client.Reader, spec Spec, podName string, pod corev1.PodSpec) (*Plan, error) {
+	ctr, err := container(pod, spec.Container)
+	if err != nil {
+		return nil, err
+	}
 	if len(ctr.Command) == 0 {
-		return nil, fmt.Errorf("Deployment %s/%s container %s: no command, the image's entrypoint is unknown here", spec.Namespace, spec.Deployment, ctr.Name)
+		return nil, fmt.Errorf("container %s: no command, the image's entrypoint is unknown here", ctr.Name)
 	}
 	p := &Plan{
 		Path:           filepath.Join(spec.BinDir, filepath.Base(ctr.Command[0])),
@@ -97,8 +117,6 @@ func Prepare(ctx context.Context, c client.Reader, spec Spec) (*Plan, error) {
 		Namespace:      spec.Namespace,
 		ServiceAccount: pod.ServiceAccountName,
 		Addresses:      map[string]string{},
-		deployment:     types.NamespacedName{Namespace: spec.Namespace, Name: spec.Deployment},
-		template:       *d.Spec.Template.DeepCopy(),
 	}
 	if p.ServiceAccount == "" {
 		p.ServiceAccount = "default"
@@ -119,7 +137,7 @@ func Prepare(ctx context.Context, c client.Reader, spec Spec) (*Plan, error) {
 		ports[port.ContainerPort] = port.Name
 	}
 	for _, e := range ctr.Env {
-		value, err := envValue(ctx, c, d, e)
+		value, err := envValue(ctx, c, spec.Namespace, podName, p.ServiceAccount, e)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +174,7 @@ func (p *Plan) Rolled(ctx context.Context, c client.Reader) (bool, error) {
 }
 
 func container(pod corev1.PodSpec, name string) (corev1.Container, error) {
-	for _, c := range pod.Containers {
+	for _, c := range append(append([]corev1.Container{}, pod.Containers...), pod.InitContainers...) {
 		if name == "" || c.Name == name {
 			return c, nil
 		}
@@ -220,7 +238,7 @@ func rewritePath(value string, mounts map[string]string) string {
 	return value
 }
 
-func envValue(ctx context.Context, c client.Reader, d *appsv1.Deployment, e corev1.EnvVar) (string, error) {
+func envValue(ctx context.Context, c client.Reader, namespace, podName, serviceAccount string, e corev1.EnvVar) (string, error) {
 	from := e.ValueFrom
 	if from == nil {
 		return e.Value, nil
@@ -229,23 +247,23 @@ func envValue(ctx context.Context, c client.Reader, d *appsv1.Deployment, e core
 	case from.FieldRef != nil:
 		switch from.FieldRef.FieldPath {
 		case "metadata.namespace":
-			return d.Namespace, nil
+			return namespace, nil
 		case "metadata.name":
-			return d.Name + "-local", nil
+			return podName, nil
 		case "spec.serviceAccountName":
-			return d.Spec.Template.Spec.ServiceAccountName, nil
+			return serviceAccount, nil
 		}
 		return "", fmt.Errorf("env %s: field %s is not known here", e.Name, from.FieldRef.FieldPath)
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
-		data, _, err := readData(ctx, c, "ConfigMap", d.Namespace, ref.Name, ref.Optional != nil && *ref.Optional)
+		data, _, err := readData(ctx, c, "ConfigMap", namespace, ref.Name, ref.Optional != nil && *ref.Optional)
 		if err != nil {
 			return "", fmt.Errorf("env %s: %w", e.Name, err)
 		}
 		return string(data[ref.Key]), nil
 	case from.SecretKeyRef != nil:
 		ref := from.SecretKeyRef
-		data, _, err := readData(ctx, c, "Secret", d.Namespace, ref.Name, ref.Optional != nil && *ref.Optional)
+		data, _, err := readData(ctx, c, "Secret", namespace, ref.Name, ref.Optional != nil && *ref.Optional)
 		if err != nil {
 			return "", fmt.Errorf("env %s: %w", e.Name, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -18,7 +19,7 @@ import (
 )
 
 // LabelJobName is the label the Job controller puts on a Job's Pods.
-const LabelJobName = "batch.kubernetes.io/job-name"
+const LabelJobName = batchv1.JobNameLabel
 
 // BuildPodSelector selects the Pods of this controller's build Jobs (and
 // not the Functions' own Pods, which no Job owns).

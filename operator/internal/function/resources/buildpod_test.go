@@ -9,12 +9,12 @@ import (
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"//registry.example/:_authToken=npm_abc123":               "//registry.example/:_authToken=***",
-		"_auth = dXNlcjpwYXNz":                                    "_auth = ***",
-		"GET https://user:p4ss@registry.example/pkg - 404":        "GET https://***@registry.example/pkg - 404",
-		"index-url = https://tok@pypi.example/simple":             "index-url = https://***@pypi.example/simple",
-		"Authorization: Bearer eyJhbGciOi":                        "Authorization: ***",
-		"npm error 404 'left-pad@^9' is not in this registry.":    "npm error 404 'left-pad@^9' is not in this registry.",
+		"//registry.example/:_authToken=npm_abc123":              "//registry.example/:_authToken=***",
+		"_auth = dXNlcjpwYXNz":                                   "_auth = ***",
+		"GET https://user:p4ss@registry.example/pkg - 404":       "GET https://***@registry.example/pkg - 404",
+		"index-url = https://tok@pypi.example/simple":            "index-url = https://***@pypi.example/simple",
+		"Authorization: Bearer eyJhbGciOi":                       "Authorization: ***",
+		"npm error 404 'left-pad@^9' is not in this registry.":   "npm error 404 'left-pad@^9' is not in this registry.",
 		"ERROR: No matching distribution found for requests==99": "ERROR: No matching distribution found for requests==99",
 	} {
 		assert.Equal(t, want, Redact(in), in)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
+	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
@@ -114,6 +114,8 @@ func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Env: []corev1.EnvVar{
 				{Name: "SOURCES", Value: build.DefaultSourceDir},
+				{Name: build.EnvStateDir, Value: build.DefaultStateDir},
+				{Name: build.EnvDependenciesDir, Value: build.DefaultDependenciesDir},
 				{Name: "HOME", Value: "/tmp"},
 				{Name: "NPM_CONFIG_USERCONFIG", Value: registryConfigPath + "/.npmrc"},
 				{Name: "npm_config_cache", Value: "/tmp/.npm"},
@@ -143,6 +145,8 @@ func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 				},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
+					// No step talks to the API server.
+					AutomountServiceAccountToken: ptr.To(false),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
 						RunAsUser:      ptr.To(buildUser),
@@ -194,14 +198,18 @@ func buildEnv(in Inputs) []corev1.EnvVar {
 		{Name: build.EnvSkipTLSVerify, Value: strconv.FormatBool(flags.SkipTLSVerify)},
 		{Name: build.EnvCache, Value: strconv.FormatBool(flags.Cache)},
 		{Name: build.EnvDockerConfig, Value: dockerPath + "/.docker"},
+		{Name: build.EnvSourceDir, Value: build.DefaultSourceDir},
+		{Name: build.EnvStateDir, Value: build.DefaultStateDir},
+		{Name: build.EnvDependenciesDir, Value: build.DefaultDependenciesDir},
 	}
 }
 
 // dependencyScript installs the dependencies into the dependencies volume
-// unless prepare found their layer kept.
+// unless prepare found their layer kept. Its directories come from the
+// environment, like our steps' own.
 func dependencyScript(rt build.Runtime) string {
-	return `if [ -e "` + build.DefaultStateDir + "/" + build.StateCached + `" ]; then echo "dependencies kept: nothing to install"; exit 0; fi` + "\n" +
-		`cd "` + build.DefaultDependenciesDir + `" && ` + rt.Install
+	return `if [ -e "$` + build.EnvStateDir + "/" + build.StateCached + `" ]; then echo "dependencies kept: nothing to install"; exit 0; fi` + "\n" +
+		`cd "$` + build.EnvDependenciesDir + `" && ` + rt.Install
 }
 
 // restricted is the security context the restricted Pod Security Standard

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
+	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 )
 
 var dumpExecutorArgs = []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
@@ -85,6 +85,7 @@ func TestBuildJobSteps(t *testing.T) {
 					build.EnvDestination: PushImage(in), build.EnvCacheRepository: "k3d-kyma-registry:5000/serverless-dependencies",
 					build.EnvPackageConfigDigest: "sha256:cfg", build.EnvInsecure: "true", build.EnvSkipTLSVerify: "true",
 					build.EnvCache: "true", build.EnvDockerConfig: "/docker/.docker",
+					build.EnvSourceDir: "/workspace/src", build.EnvStateDir: "/state", build.EnvDependenciesDir: "/deps",
 				}, envMap(c.Env), c.Name)
 				assert.NotContains(t, volumesOf(c), "registry-config", "%s never sees the package registry configuration", c.Name)
 			}
@@ -94,7 +95,9 @@ func TestBuildJobSteps(t *testing.T) {
 			assert.Equal(t, tt.base, deps.Image, "dependencies install in the runtime image itself")
 			require.Len(t, deps.Command, 3)
 			assert.Equal(t, []string{"/bin/sh", "-c"}, deps.Command[:2])
-			assert.Contains(t, deps.Command[2], `if [ -e "/state/cached" ]; then`, "kept dependencies are not installed again")
+			assert.Contains(t, deps.Command[2], `if [ -e "$APP_BUILD_STATE_DIR/cached" ]; then`, "kept dependencies are not installed again")
+			assert.Contains(t, deps.Command[2], `cd "$APP_BUILD_DEPENDENCIES_DIR" && `)
+			assert.Subset(t, deps.Env, []corev1.EnvVar{{Name: build.EnvStateDir, Value: "/state"}, {Name: build.EnvDependenciesDir, Value: "/deps"}})
 			assert.Contains(t, deps.Command[2], tt.install)
 			assert.Equal(t, corev1.TerminationMessageFallbackToLogsOnError, deps.TerminationMessagePolicy)
 			assert.Contains(t, volumesOf(deps), "registry-config")
@@ -139,6 +142,7 @@ func TestBuildJobInline(t *testing.T) {
 			pod := tmpl.Spec
 			assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
 			assert.Empty(t, pod.ServiceAccountName)
+			assert.False(t, *pod.AutomountServiceAccountToken, "no API token in a build Pod")
 			sc := pod.SecurityContext
 			assert.True(t, *sc.RunAsNonRoot)
 			assert.Equal(t, int64(1000), *sc.RunAsUser)

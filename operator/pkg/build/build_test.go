@@ -27,7 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/function/build"
+	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 )
 

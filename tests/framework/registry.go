@@ -1,0 +1,136 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kyma-project/serverless-manager/tests/framework/podrun"
+)
+
+// Registry is the chart's registry software (distribution, built by
+// hack/tools.sh) running as a process on a loopback port, with htpasswd
+// authentication and filesystem storage as the chart configures it.
+type Registry struct {
+	*Process
+	// Address is host:port (plain HTTP).
+	Address string
+	// Username and Password are the credentials htpasswd holds.
+	Username, Password string
+	// Root is the storage directory (its bytes are what the registry uses).
+	Root string
+}
+
+// registryConfig is the chart's config.yml (charts/serverless/templates/
+// registry.yaml) with the listen address and storage made local.
+const registryConfig = `version: 0.1
+log:
+  level: info
+  formatter: text
+storage:
+  cache:
+    blobdescriptor: inmemory
+  filesystem:
+    rootdirectory: %s
+http:
+  addr: %s
+  headers:
+    X-Content-Type-Options: [nosniff]
+health:
+  storagedriver:
+    enabled: true
+    interval: 10s
+    threshold: 3
+`
+
+// StartRegistry starts a registry under dir with the given credentials and
+// waits until it answers (it refuses anonymous requests).
+func StartRegistry(ctx context.Context, name, binDir, dir, username, password string) (*Registry, error) {
+	port, err := podrun.FreeLoopbackPort()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	root := filepath.Join(dir, "storage")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return nil, err
+	}
+	htpasswd := filepath.Join(dir, "htpasswd")
+	if err := os.WriteFile(htpasswd, []byte(username+":"+string(hash)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	config := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, registryConfig, root, addr), 0o644); err != nil {
+		return nil, err
+	}
+	proc, err := StartProcess(ProcessSpec{
+		Name: name,
+		Path: filepath.Join(binDir, "registry"),
+		Args: []string{"serve", config},
+		Env: []string{
+			"REGISTRY_AUTH=htpasswd", "REGISTRY_AUTH_HTPASSWD_REALM=Registry Realm", "REGISTRY_AUTH_HTPASSWD_PATH=" + htpasswd,
+			"REGISTRY_HTTP_SECRET=" + name,
+		},
+		OnlyEnv: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{Process: proc, Address: addr, Username: username, Password: password, Root: root}
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		if exited, err := proc.Exited(); exited {
+			return nil, fmt.Errorf("registry %s exited: %v\n%s", name, err, proc.Tail(20))
+		}
+		status, err := r.status(ctx)
+		if status == http.StatusUnauthorized {
+			return r, nil
+		}
+		last = fmt.Sprintf("status %d, error %v", status, err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil, errors.Join(fmt.Errorf("registry %s at %s did not answer within 30s (last: %s)\n%s", name, addr, last, proc.Tail(20)), proc.Stop())
+}
+
+func (r *Registry) status(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Address+"/v2/", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// DiskBytes is the size of the registry's storage on disk.
+func (r *Registry) DiskBytes() (int64, error) {
+	var total int64
+	err := filepath.WalkDir(r.Root, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			total += info.Size()
+		}
+		return err
+	})
+	return total, err
+}
