@@ -80,53 +80,18 @@ type fnBench struct {
 
 func runFunctions(variants []fnVariant, idle time.Duration) error {
 	ctx := context.Background()
-	cluster, err := framework.EnsureCluster(ctx)
+	b, release, err := startFnBench(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = cluster.Release() }()
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, v1alpha2.AddToScheme} {
-		if err := add(s); err != nil {
-			return err
-		}
-	}
-	c, err := cluster.NewClient(s)
-	if err != nil {
-		return err
-	}
-	cfg := cluster.RESTConfig()
-	cfg.QPS, cfg.Burst = 1000, 1000
-	fcs, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		return err
-	}
-	wc, err := client.NewWithWatch(cluster.RESTConfig(), client.Options{Scheme: s})
-	if err != nil {
-		return err
-	}
-	b := &fnBench{bench: &bench{cluster: cluster, c: c}, fcs: fcs, wc: wc,
-		log: func(msg string) { fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), msg) }}
-
-	b.log("installing the Serverless CRD and the manager's RBAC from config/")
-	if err := cluster.InstallManagerPrerequisites(ctx); err != nil {
-		return err
-	}
-	b.log("warming the cluster with a throwaway Deployment")
-	if err := b.warmUp(ctx); err != nil {
-		return err
-	}
-	b.log("starting the manager and installing the module (Function Pods preset " + fnRuntimePods + ", 5 simultaneous builds)")
-	if err := b.startManager(ctx); err != nil {
-		return err
-	}
-	defer func() { _ = b.mgr.Stop() }()
+	defer release()
+	b.log("installing the module (Function Pods preset " + fnRuntimePods + ", 5 simultaneous builds)")
 	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: framework.ManagerNamespace, Name: "default"},
 		Spec: v1alpha1.ServerlessSpec{
 			DockerRegistry:          &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)},
 			DefaultRuntimePodPreset: fnRuntimePods,
 		}}
-	if err := c.Create(ctx, cr); err != nil {
+	if err := b.c.Create(ctx, cr); err != nil {
 		return fmt.Errorf("creating the Serverless CR (is one left from an earlier run?): %w", err)
 	}
 	defer b.uninstall(cr)
@@ -146,6 +111,58 @@ func runFunctions(variants []fnVariant, idle time.Duration) error {
 		printSharing(all[0], all[1])
 	}
 	return nil
+}
+
+// startFnBench brings the local cluster up with the manager's
+// prerequisites, a warm scheduler and the manager running; release stops
+// the manager and hands the cluster back.
+func startFnBench(ctx context.Context) (b *fnBench, release func(), err error) {
+	cluster, err := framework.EnsureCluster(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	releaseCluster := func() { _ = cluster.Release() }
+	defer func() {
+		if err != nil {
+			releaseCluster()
+		}
+	}()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, v1alpha2.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, nil, err
+		}
+	}
+	c, err := cluster.NewClient(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 1000
+	fcs, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, nil, err
+	}
+	wc, err := client.NewWithWatch(cluster.RESTConfig(), client.Options{Scheme: s})
+	if err != nil {
+		return nil, nil, err
+	}
+	b = &fnBench{bench: &bench{cluster: cluster, c: c}, fcs: fcs, wc: wc,
+		log: func(msg string) { fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), msg) }}
+
+	b.log("installing the Serverless CRD and the manager's RBAC from config/")
+	if err := cluster.InstallManagerPrerequisites(ctx); err != nil {
+		return nil, nil, err
+	}
+	b.log("warming the cluster with a throwaway Deployment")
+	if err := b.warmUp(ctx); err != nil {
+		return nil, nil, err
+	}
+	b.log("starting the manager")
+	if err := b.startManager(ctx); err != nil {
+		return nil, nil, err
+	}
+	return b, func() { _ = b.mgr.Stop(); releaseCluster() }, nil
 }
 
 // uninstall deletes the CR (the Functions are gone by then) and waits for it.

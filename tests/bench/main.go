@@ -47,6 +47,7 @@ func main() {
 	functions := flag.Bool("functions", false, "instead: the Function controller with 300 Functions created at once (see functions.go)")
 	variants := flag.String("function-sources", "distinct,identical", "with -functions: which runs, in order (distinct: a source per Function; identical: one per runtime)")
 	idle := flag.Duration("idle", 30*time.Second, "how long to count requests while nothing changes")
+	builds := flag.Bool("builds", false, "instead: real builds of a Node Function with npm dependencies against a registry process (builds.go)")
 	busy := flag.Bool("busy-namespace", false, "instead: the manager's memory with the CR installed, before and after 2,000 Secrets and 2,000 Services are added to the module namespace (busy.go)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the bench's clients have nothing to log
@@ -61,6 +62,8 @@ func main() {
 			vs = append(vs, fnVariant{name: name, identical: name == "identical"})
 		}
 		err = runFunctions(vs, *idle)
+	} else if *builds {
+		err = runBuilds()
 	} else if *busy {
 		err = runBusyNamespace()
 	} else {

@@ -23,11 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,7 +45,6 @@ type realBuilds struct {
 	*fnEnv
 	reg    *framework.Registry
 	runner *buildrun.Runner
-	auth   remote.Option
 }
 
 func startRealBuilds(t *testing.T) *realBuilds {
@@ -86,36 +81,22 @@ func startRealBuilds(t *testing.T) *realBuilds {
 	}()
 	// Registered last, so it runs first: no build runs while the module goes.
 	t.Cleanup(func() { stop(); wg.Wait() })
-	return &realBuilds{fnEnv: f, reg: reg, runner: r,
-		auth: remote.WithAuth(&authn.Basic{Username: reg.Username, Password: reg.Password})}
+	return &realBuilds{fnEnv: f, reg: reg, runner: r}
 }
 
-// pushBase pushes a stand-in for the Node.js runtime image (the real one
-// cannot be pulled here): one layer with a marker file and the PATH a
-// runtime image sets.
 func (b *realBuilds) pushBase(repo string) string {
 	b.t.Helper()
-	dir := b.t.TempDir()
-	require.NoError(b.t, os.WriteFile(filepath.Join(dir, "runtime"), []byte("nodejs22 stand-in\n"), 0o644))
-	layer, err := ociimage.DirLayer(dir, "/usr/local/share/runtime", time.Time{})
+	ref, err := b.reg.PushStandIn(b.t.TempDir(), repo)
 	require.NoError(b.t, err)
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	require.NoError(b.t, err)
-	img, err = mutate.Config(img, v1.Config{Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, User: "1000"})
-	require.NoError(b.t, err)
-	ref := b.reg.Address + "/" + repo + ":test"
-	tag, err := name.NewTag(ref, name.Insecure)
-	require.NoError(b.t, err)
-	require.NoError(b.t, remote.Write(tag, img, b.auth))
 	return ref
 }
 
 // image pulls ref from the registry and lists its files.
 func (b *realBuilds) image(ref string) (v1.Image, map[string]ociimage.Entry) {
 	b.t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
+	r, err := b.reg.Reference(ref)
 	require.NoError(b.t, err)
-	img, err := remote.Image(r, b.auth)
+	img, err := remote.Image(r, b.reg.Auth())
 	require.NoError(b.t, err, "pulling %s", ref)
 	files, err := ociimage.Files(img)
 	require.NoError(b.t, err)

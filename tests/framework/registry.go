@@ -12,7 +12,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 
 	"github.com/kyma-project/serverless-manager/tests/framework/podrun"
 )
@@ -133,4 +141,44 @@ func (r *Registry) DiskBytes() (int64, error) {
 		return err
 	})
 	return total, err
+}
+
+// Auth is the remote option that authenticates to the registry.
+func (r *Registry) Auth() remote.Option {
+	return remote.WithAuth(&authn.Basic{Username: r.Username, Password: r.Password})
+}
+
+// Reference parses ref (plain HTTP, as the registry serves).
+func (r *Registry) Reference(ref string) (name.Reference, error) {
+	return name.ParseReference(ref, name.Insecure)
+}
+
+// PushStandIn pushes a stand-in for a runtime image, which cannot be
+// pulled on these machines: one layer with a marker file under
+// /usr/local/share/runtime and the PATH and user a runtime image sets. It
+// returns the image's reference.
+func (r *Registry) PushStandIn(dir, repo string) (string, error) {
+	if err := os.WriteFile(filepath.Join(dir, "runtime"), []byte(repo+" stand-in\n"), 0o644); err != nil {
+		return "", err
+	}
+	layer, err := ociimage.DirLayer(dir, "/usr/local/share/runtime", time.Time{})
+	if err != nil {
+		return "", err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return "", err
+	}
+	if img, err = mutate.Config(img, v1.Config{Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, User: "1000"}); err != nil {
+		return "", err
+	}
+	ref := r.Address + "/" + repo + ":test"
+	tag, err := r.Reference(ref)
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Write(tag, img, r.Auth()); err != nil {
+		return "", fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	return ref, nil
 }
