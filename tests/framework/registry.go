@@ -153,6 +153,12 @@ func (r *Registry) Reference(ref string) (name.Reference, error) {
 	return name.ParseReference(ref, name.Insecure)
 }
 
+// Context is a repository of the registry.
+func (r *Registry) Context(repository string) name.Repository {
+	repo, _ := name.NewRepository(r.Address+"/"+repository, name.Insecure)
+	return repo
+}
+
 // PushStandIn pushes a stand-in for a runtime image, which cannot be
 // pulled on these machines: one layer with a marker file under
 // /usr/local/share/runtime and the PATH and user a runtime image sets. It

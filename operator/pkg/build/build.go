@@ -167,15 +167,7 @@ func (o Options) dependencyLayer(ctx context.Context, rt Runtime, key string, ca
 		return nil, err
 	}
 	if cached {
-		img, err := remote.Image(cache, o.remote(ctx)...)
-		if err != nil {
-			return nil, describe("dependency cache", cache, err)
-		}
-		layers, err := img.Layers()
-		if err != nil || len(layers) != 1 {
-			return nil, fmt.Errorf("dependency cache %s: want one layer, got %d: %v", cache, len(layers), err)
-		}
-		return layers[0], nil
+		return o.keptLayer(ctx, cache)
 	}
 	dir := filepath.Join(o.DependenciesDir, rt.DependencySubdir)
 	var layer v1.Layer
@@ -196,8 +188,25 @@ func (o Options) dependencyLayer(ctx context.Context, rt Runtime, key string, ca
 		if err := remote.Write(cache, img, o.remote(ctx)...); err != nil {
 			return nil, describe("dependency cache", cache, err)
 		}
+		// The kept layer, as the registry has it: pushing the Function's
+		// image then mounts it instead of uploading it a second time.
+		return o.keptLayer(ctx, cache)
 	}
 	return layer, nil
+}
+
+// keptLayer is the one layer of the dependency cache image cache, as a
+// layer of that repository (mountable into the Function's).
+func (o Options) keptLayer(ctx context.Context, cache name.Reference) (v1.Layer, error) {
+	img, err := remote.Image(cache, o.remote(ctx)...)
+	if err != nil {
+		return nil, describe("dependency cache", cache, err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		return nil, fmt.Errorf("dependency cache %s: want one layer, got %d: %v", cache, len(layers), err)
+	}
+	return layers[0], nil
 }
 
 // configure sets what the Dockerfiles set: the user, the working directory
