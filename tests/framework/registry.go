@@ -60,6 +60,8 @@ health:
     threshold: 3
 `
 
+const htpasswdCost = 5
+
 // StartRegistry starts a registry under dir with the given credentials and
 // waits until it answers (it refuses anonymous requests).
 func StartRegistry(ctx context.Context, name, binDir, dir, username, password string) (*Registry, error) {
@@ -72,7 +74,9 @@ func StartRegistry(ctx context.Context, name, binDir, dir, username, password st
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	// Cost 5 is what `htpasswd -B` writes by default; distribution checks
+	// it on every request, so the cost shows in every push.
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), htpasswdCost)
 	if err != nil {
 		return nil, err
 	}
