@@ -47,7 +47,8 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // CacheOptions keep memory independent of the cluster's size: Functions
 // are cached whole; the kinds a Function owns only when labelled
-// managed-by=function-controller; ConfigMaps, Secrets and ServiceAccounts
+// managed-by=function-controller, build Jobs and build Pods slimmed to what
+// the reconciler reads; ConfigMaps, Secrets and ServiceAccounts
 // likewise (the per-namespace copies carry that label), except in the base
 // namespace, where the base objects (label serverless.kyma-project.io/config)
 // are cached — and there all ConfigMaps, because a Function in the base
@@ -72,7 +73,7 @@ func CacheOptions(cfg *config.Config) (cache.Options, error) {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}:                           {Label: managed},
+			&batchv1.Job{}:                           {Label: managed, Transform: jobTransform},
 			&appsv1.Deployment{}:                     {Label: managed},
 			&corev1.Service{}:                        {Label: managed},
 			&autoscalingv1.HorizontalPodAutoscaler{}: {Label: managed},
@@ -120,6 +121,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 		return nil, fmt.Errorf("setting up the copies controller: %w", err)
 	}
 	return inflight, nil
+}
+
+// jobTransform keeps of a build Job what the reconciler reads.
+func jobTransform(o any) (any, error) {
+	if j, ok := o.(*batchv1.Job); ok {
+		return resources.SlimJob(j), nil
+	}
+	return o, nil
 }
 
 // packageConfigCache holds the package registry config Secrets (users

@@ -324,3 +324,27 @@ func functionRequirements(fn *v1alpha2.Function) *v1alpha2.ResourceRequirements 
 	}
 	return nil
 }
+
+// SlimJob is what the controller keeps of a build Job in its cache: its
+// metadata and status, and of its template only what JobDestination reads.
+// A build Job's template is most of its size, and every Job stays cached
+// until its TTL ends.
+func SlimJob(j *batchv1.Job) *batchv1.Job {
+	slim := &batchv1.Job{TypeMeta: j.TypeMeta, ObjectMeta: j.ObjectMeta, Status: j.Status}
+	slim.ManagedFields = nil
+	for _, c := range j.Spec.Template.Spec.Containers {
+		kept := corev1.Container{Name: c.Name}
+		for _, e := range c.Env {
+			if e.Name == build.EnvDestination {
+				kept.Env = append(kept.Env, e)
+			}
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, destinationArg) {
+				kept.Args = append(kept.Args, a)
+			}
+		}
+		slim.Spec.Template.Spec.Containers = append(slim.Spec.Template.Spec.Containers, kept)
+	}
+	return slim
+}

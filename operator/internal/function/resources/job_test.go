@@ -260,3 +260,28 @@ func TestJobDestination(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, JobDestination(tt.job)) })
 	}
 }
+
+// The cache's slim Job still names its destination, for our Jobs and for
+// the kaniko Jobs of 1.8.4, and keeps what the reconciler reads.
+func TestSlimJobKeepsTheDestination(t *testing.T) {
+	fn := newFunction(v1alpha2.RuntimeNodejs22)
+	ours := BuildJob(inputs(fn), "hello-vbrth")
+	ours.Annotations = map[string]string{"serverless.kyma-project.io/function-generation": "3"}
+	kaniko := ours.DeepCopy()
+	kaniko.Spec.Template.Spec.InitContainers = nil
+	kaniko.Spec.Template.Spec.Containers = []corev1.Container{{Name: ContainerExecutor, Args: []string{"--insecure", "--destination=r.example/fn:abc", "--cache=true"}}}
+	for name, j := range map[string]*batchv1.Job{"ours": ours, "kaniko": kaniko} {
+		t.Run(name, func(t *testing.T) {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+			slim := SlimJob(j)
+			assert.NotEmpty(t, JobDestination(j))
+			assert.Equal(t, JobDestination(j), JobDestination(slim))
+			assert.Equal(t, j.Labels, slim.Labels)
+			assert.Equal(t, j.Annotations, slim.Annotations)
+			assert.Equal(t, j.OwnerReferences, slim.OwnerReferences)
+			assert.Equal(t, j.Status, slim.Status)
+			assert.Empty(t, slim.Spec.Template.Spec.InitContainers)
+			assert.Empty(t, slim.Spec.Template.Spec.Volumes)
+		})
+	}
+}
