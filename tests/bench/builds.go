@@ -494,4 +494,3 @@ func installed(r buildrun.Result) string {
 }
 
 func mibs(n int64) string { return fmt.Sprintf("%.2f MiB", mib(n)) }
-
