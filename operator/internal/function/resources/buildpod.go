@@ -1,12 +1,7 @@
 package resources
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -105,15 +100,4 @@ var (
 func Redact(s string) string {
 	s = secretSetting.ReplaceAllString(s, "${1}***")
 	return urlCredentials.ReplaceAllString(s, "${1}***@")
-}
-
-// PackageConfigDigest identifies a package registry config Secret's content
-// (every key and value, in key order) without revealing it.
-func PackageConfigDigest(secret *corev1.Secret) string {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(secret.Data)) {
-		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(secret.Data[k]))
-		h.Write(secret.Data[k])
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -1,7 +1,11 @@
 package resources
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +20,8 @@ const (
 	RegistryKeyDockerConfigJSON = corev1.DockerConfigJsonKey
 )
 
-// Registry is where images are pushed (kaniko --destination) and pulled from
-// (Deployment image).
+// Registry is where images are pushed (the build step's destination) and
+// pulled from (Deployment image).
 type Registry struct {
 	PushAddress string
 	PullAddress string
@@ -75,4 +79,15 @@ func BaseImage(dockerfile string) (string, error) {
 		return "", fmt.Errorf("dockerfile declares an empty %q", baseImageMarker)
 	}
 	return line, nil
+}
+
+// PackageConfigDigest identifies a package registry config Secret's content
+// (every key and value, in key order) without revealing it.
+func PackageConfigDigest(secret *corev1.Secret) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(secret.Data)) {
+		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(secret.Data[k]))
+		h.Write(secret.Data[k])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
