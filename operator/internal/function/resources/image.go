@@ -68,7 +68,7 @@ func EffectiveRuntime(fn *v1alpha2.Function) string {
 	return string(fn.Spec.Runtime)
 }
 
-// PushImage is the reference kaniko pushes to (--destination).
+// PushImage is the reference the build step pushes to.
 func PushImage(in Inputs) string { return image(in.Registry.PushAddress, in) }
 
 // PullImage is the reference of the built image in the Function registry,
