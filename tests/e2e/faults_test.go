@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
@@ -186,18 +187,29 @@ func TestManagedObjectsAreRestored(t *testing.T) {
 			inject: func() error {
 				return e.c.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "functions.serverless.kyma-project.io"}})
 			},
+			// Restored means serving: established and its Functions
+			// listable. A CRD deleted while kube-apiserver still sets up its
+			// storage stays Terminating for minutes: the CRD finalizer cannot
+			// list the instances ("storage is (re)initializing") and retries
+			// with a growing backoff; the next run must not delete it then.
 			check: func(ctx context.Context) (bool, string, error) {
 				crd := &apiextensionsv1.CustomResourceDefinition{}
 				err := e.c.Get(ctx, types.NamespacedName{Name: "functions.serverless.kyma-project.io"}, crd)
 				if apierrors.IsNotFound(err) {
 					return false, "no CRD", nil
 				}
-				return err == nil && crd.DeletionTimestamp == nil, crdState(crd), err
+				if err != nil || crd.DeletionTimestamp != nil || !crdEstablished(crd) {
+					return false, crdState(crd), err
+				}
+				fns := &metav1.PartialObjectMetadataList{}
+				fns.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind("FunctionList"))
+				if err := e.c.List(ctx, fns); err != nil {
+					return false, crdState(crd) + ", listing Functions: " + err.Error(), nil
+				}
+				return true, crdState(crd), nil
 			},
-			// The manager never stops a deletion: it creates the CRD again
-			// once kube-apiserver's CRD finalizer has let the old one go,
-			// which retries with a backoff (a CRD re-created 0.2s before
-			// its second deletion stayed Terminating for over 30s once).
+			// The manager creates the CRD again once kube-apiserver's CRD
+			// finalizer has let the old one go (it never stops a deletion).
 			restore: 2 * time.Minute,
 		},
 	}
@@ -218,9 +230,18 @@ func TestManagedObjectsAreRestored(t *testing.T) {
 }
 
 // crdState says whether a CRD is being deleted and how its deletion goes.
+func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func crdState(crd *apiextensionsv1.CustomResourceDefinition) string {
 	if crd.DeletionTimestamp == nil {
-		return "present, uid " + string(crd.UID)
+		return fmt.Sprintf("present, uid %s, established %t", crd.UID, crdEstablished(crd))
 	}
 	state := fmt.Sprintf("Terminating since %s, finalizers %v", crd.DeletionTimestamp.Format(time.TimeOnly), crd.Finalizers)
 	for _, c := range crd.Status.Conditions {
