@@ -12,6 +12,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 )
 
 // prerequisitesGrace is how long a new Function waits silently for the
@@ -68,7 +69,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	} else if !found {
 		return missing("Dockerfile ConfigMap %s not found in namespace %s (the controller copies it from %s)", cmName, ns, r.cfg.BaseNamespace)
 	}
-	base, err := resources.BaseImage(cm.Data["Dockerfile"])
+	base, err := build.BaseImageOf(cm.Data["Dockerfile"])
 	if err != nil {
 		return missing("Dockerfile ConfigMap %s in namespace %s: %v", cmName, ns, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -60,25 +59,6 @@ func RegistryFromSecret(s *corev1.Secret) (Registry, error) {
 		return Registry{}, err
 	}
 	return Registry{PushAddress: addr, PullAddress: addr}, nil
-}
-
-// baseImageMarker starts the runtime base image declaration in a Dockerfile.
-const baseImageMarker = "base_image="
-
-// BaseImage is the runtime base image declared in a runtime Dockerfile: the
-// text after the first "base_image=" up to the end of that line, kept
-// verbatim (trailing blanks or a CR included) because it is an input of the
-// image tag and 1.8.4 used it so.
-func BaseImage(dockerfile string) (string, error) {
-	_, rest, found := strings.Cut(dockerfile, baseImageMarker)
-	if !found {
-		return "", fmt.Errorf("dockerfile declares no %q", baseImageMarker)
-	}
-	line, _, _ := strings.Cut(rest, "\n")
-	if line == "" {
-		return "", fmt.Errorf("dockerfile declares an empty %q", baseImageMarker)
-	}
-	return line, nil
 }
 
 // PackageConfigDigest identifies a package registry config Secret's content
