@@ -18,6 +18,7 @@ hack/tools.sh
 log "building bin/manager and bin/function-controller"
 "${MAKE:-make}" --no-print-directory build
 go build -o bin/podrun ./hack/podrun
+go build -o bin/localnode ./hack/localnode
 log "starting the local cluster"
 hack/cluster.sh up
 export KUBECONFIG=$ROOT/.cluster/kubeconfig
@@ -33,15 +34,26 @@ else
 fi
 SA_KUBECONFIG=$(hack/cluster.sh kubeconfig-sa "$NS" serverless-manager)
 
+# Runtime images cannot be pulled on this machine: the manager points them
+# at the internal registry, as at a mirror (IMAGE_<KEY>), and bin/localnode
+# fills it with stand-ins so that builds run for real.
+MIRROR=serverless-docker-registry.$NS.svc.cluster.local:5000/stand-in
+RUNTIME_IMAGES=()
+for key in $(sed -n 's/^    \(function_runtime_[a-z0-9]*\):$/\1/p' charts/serverless/values.yaml); do
+  RUNTIME_IMAGES+=("IMAGE_${key^^}=$MIRROR/${key//_/-}:local")
+done
+
 LOG=$ROOT/.cluster/logs/manager.log
 log "starting the manager as ServiceAccount $NS/serverless-manager (log: $LOG)"
-KUBECONFIG=$SA_KUBECONFIG bin/manager --namespace="$NS" --leader-elect=false --log-format=console \
+KUBECONFIG=$SA_KUBECONFIG env "${RUNTIME_IMAGES[@]}" bin/manager --namespace="$NS" --leader-elect=false --log-format=console \
   --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081 >"$LOG" 2>&1 &
 MANAGER=$!
 CONTROLLER=
+NODE=
 stop_all() {
-  log "stopping the Function controller and the manager"
+  log "stopping the Function controller, this machine's Pods and the manager"
   [ -n "$CONTROLLER" ] && kill "$CONTROLLER" 2>/dev/null
+  [ -n "$NODE" ] && kill "$NODE" 2>/dev/null
   kill "$MANAGER" 2>/dev/null
   wait 2>/dev/null
 }
@@ -57,6 +69,20 @@ done
 k -n "$NS" get serverless default
 state=$(k -n "$NS" get serverless default -o jsonpath='{.status.state}')
 [ "$state" = Ready ] || { tail -n 30 "$LOG"; log "the Serverless CR is $state, not Ready"; kill "$MANAGER"; exit 1; }
+
+# The internal registry and build Pods run here for real (bin/localnode):
+# distribution as the registry Deployment configures it, build steps as
+# processes; wait until the runtime stand-ins are in the registry.
+NLOG=$ROOT/.cluster/logs/localnode.log
+log "starting the internal registry and the build runner (log: $NLOG)"
+bin/localnode -namespace "$NS" >"$NLOG" 2>&1 &
+NODE=$!
+for _ in $(seq 1 120); do
+  kill -0 "$NODE" 2>/dev/null || { tail -n 30 "$NLOG"; log "localnode exited"; stop_all; exit 1; }
+  grep -q "pushed runtime stand-ins" "$NLOG" && break
+  sleep 0.5
+done
+grep -q "pushed runtime stand-ins" "$NLOG" || { tail -n 30 "$NLOG"; log "the internal registry did not take the runtime stand-ins within 60s"; stop_all; exit 1; }
 
 # The chart's Deployment serverless-ctrl-mngr has a simulated Pod here; run
 # its container as a process instead: its env, its ConfigMap volume (kept in
@@ -84,7 +110,9 @@ Serverless is Ready on the local cluster and the Function controller runs
   $KUBECTL -n $NS get deploy,svc,cm                  # what the manager installed
 
 Create a Function and watch it build and run (ConfigurationReady, BuildReady,
-Running; the build Job and the Function's Pod run on the simulated nodes):
+Running). The sample's build runs for real on this machine: npm installs its
+dependency, the image is pushed to the internal registry (a stand-in for the
+runtime base, which cannot be pulled here); its Pods run on simulated nodes:
 
   $KUBECTL apply -f config/samples/function-sample.yaml
   $KUBECTL get functions -w
@@ -93,9 +121,10 @@ Running; the build Job and the Function's Pod run on the simulated nodes):
 
 Logs:
   tail -f $LOG                  # the manager
+  tail -f $NLOG                # the internal registry and builds (steps: .cluster/localnode/builds/)
   tail -f $CLOG   # the Function controller (metrics: http://$(sed -n 's/^podrun: port http-metrics of serverless-ctrl-mngr listens on //p' "$CLOG" | tail -n 1)/metrics)
 
-Both run in this terminal's background: Ctrl-C stops them.
+They run in this terminal's background: Ctrl-C stops them.
 \`make cluster-down\` stops the cluster and removes its state.
 EOT
 wait "$MANAGER"

@@ -86,7 +86,7 @@ func runBuilds() error {
 	}
 	defer func() { _ = reg.Stop() }()
 	bb.reg = reg
-	if bb.base, err = reg.PushStandIn(tmp, "function-runtime-nodejs22"); err != nil {
+	if bb.base, err = reg.PushStandIn("function-runtime-nodejs22"); err != nil {
 		return err
 	}
 

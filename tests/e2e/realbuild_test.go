@@ -86,7 +86,7 @@ func startRealBuilds(t *testing.T) *realBuilds {
 
 func (b *realBuilds) pushBase(repo string) string {
 	b.t.Helper()
-	ref, err := b.reg.PushStandIn(b.t.TempDir(), repo)
+	ref, err := b.reg.PushStandIn(repo)
 	require.NoError(b.t, err)
 	return ref
 }

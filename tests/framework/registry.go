@@ -60,7 +60,16 @@ health:
     threshold: 3
 `
 
-const htpasswdCost = 5
+// HtpasswdLine is the htpasswd entry of the credentials, bcrypt at cost 5:
+// what `htpasswd -B` writes by default. distribution checks it on every
+// request, so the cost shows in every push.
+func HtpasswdLine(username, password string) ([]byte, error) {
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), 5)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(username + ":" + string(hash) + "\n"), nil
+}
 
 // StartRegistry starts a registry under dir with the given credentials and
 // waits until it answers (it refuses anonymous requests).
@@ -74,14 +83,12 @@ func StartRegistry(ctx context.Context, name, binDir, dir, username, password st
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	// Cost 5 is what `htpasswd -B` writes by default; distribution checks
-	// it on every request, so the cost shows in every push.
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), htpasswdCost)
+	line, err := HtpasswdLine(username, password)
 	if err != nil {
 		return nil, err
 	}
 	htpasswd := filepath.Join(dir, "htpasswd")
-	if err := os.WriteFile(htpasswd, []byte(username+":"+string(hash)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(htpasswd, line, 0o600); err != nil {
 		return nil, err
 	}
 	config := filepath.Join(dir, "config.yml")
@@ -163,23 +170,33 @@ func (r *Registry) Context(repository string) name.Repository {
 	return repo
 }
 
-// PushStandIn pushes a stand-in for a runtime image, which cannot be
-// pulled on these machines: one layer with a marker file under
-// /usr/local/share/runtime and the PATH and user a runtime image sets. It
-// returns the image's reference.
-func (r *Registry) PushStandIn(dir, repo string) (string, error) {
-	if err := os.WriteFile(filepath.Join(dir, "runtime"), []byte(repo+" stand-in\n"), 0o644); err != nil {
-		return "", err
+// StandIn is a stand-in for a runtime image, which cannot be pulled on
+// these machines: one layer with a marker file naming it under
+// /usr/local/share/runtime, and the PATH and user a runtime image sets.
+func StandIn(name string) (v1.Image, error) {
+	dir, err := os.MkdirTemp("", "stand-in-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if err := os.WriteFile(filepath.Join(dir, "runtime"), []byte(name+" stand-in\n"), 0o644); err != nil {
+		return nil, err
 	}
 	layer, err := ociimage.DirLayer(dir, "/usr/local/share/runtime", time.Time{})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if img, err = mutate.Config(img, v1.Config{Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, User: "1000"}); err != nil {
+	return mutate.Config(img, v1.Config{Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, User: "1000"})
+}
+
+// PushStandIn pushes a StandIn as repo:test and returns its reference.
+func (r *Registry) PushStandIn(repo string) (string, error) {
+	img, err := StandIn(repo)
+	if err != nil {
 		return "", err
 	}
 	ref := r.Address + "/" + repo + ":test"

@@ -55,6 +55,9 @@ type Runner struct {
 	Dir string
 	// PATH is the dependency step's PATH (its node/npm or python/pip).
 	PATH string
+	// StepEnv is added to the environment of our steps (not the
+	// dependency step's), e.g. the proxy that resolves Service names.
+	StepEnv []string
 
 	mu      sync.Mutex
 	started map[types.UID]bool
@@ -220,6 +223,9 @@ func (r *Runner) runContainer(ctx context.Context, pod *corev1.Pod, ctr corev1.C
 	_ = os.Remove(termLog)
 	cmd := exec.CommandContext(ctx, path, plan.Args...)
 	cmd.Env = append(append([]string{}, plan.Env...), "PATH="+r.PATH, build.EnvTerminationLog+"="+termLog)
+	if path != "/bin/sh" {
+		cmd.Env = append(cmd.Env, r.StepEnv...)
+	}
 	if ctr.WorkingDir != "" {
 		cmd.Dir = filepath.Join(dir, strings.TrimPrefix(ctr.WorkingDir, "/"))
 	}

@@ -42,6 +42,27 @@ type Spec struct {
 	Dir string
 	// FreePort returns a free loopback port; nil picks one from the kernel.
 	FreePort func() (int, error)
+	// Images tells how to run containers that give no command (the image's
+	// entrypoint runs), keyed by the image's repository name
+	// ("…/external/library/registry:3.0.0" → "registry").
+	Images map[string]Image
+}
+
+// Image is what runs here for a container of an image that is not ours,
+// when the container gives no command.
+type Image struct {
+	// Entrypoint is the image's entrypoint as a command on this machine
+	// (absolute path first); the container's args follow it.
+	Entrypoint []string
+	// ListenEnv names, per port the software listens on, the environment
+	// variable that overrides the address its configuration file gives;
+	// each gets a free loopback port (Plan.Addresses, by port name where
+	// the container declares the port, else by number).
+	ListenEnv map[int32]string
+	// InProcess, instead of Entrypoint, does the container's work in the
+	// caller's process with the plan's mounts (an init container's small
+	// job, e.g. writing a file from a Secret).
+	InProcess func(ctx context.Context, p *Plan) error
 }
 
 // Plan is how the container runs here.
@@ -57,6 +78,13 @@ type Plan struct {
 	// Addresses maps a container port's name to the loopback address the
 	// process listens on instead (only ports an env variable sets).
 	Addresses map[string]string
+	// Ports maps a container port number to the same loopback address.
+	Ports map[int32]string
+	// Mounts maps each mount path to its local directory.
+	Mounts map[string]string
+	// InProcess is set for an image whose work runs in the caller's process
+	// (Image.InProcess); Path and Args are then empty.
+	InProcess func(ctx context.Context, p *Plan) error
 
 	volumes []volume
 	// deployment and template are what the plan was made from (Rolled).
@@ -108,22 +136,40 @@ func prepare(ctx context.Context, c client.Reader, spec Spec, podName string, po
 	if err != nil {
 		return nil, err
 	}
-	if len(ctr.Command) == 0 {
-		return nil, fmt.Errorf("container %s: no command, the image's entrypoint is unknown here", ctr.Name)
-	}
 	p := &Plan{
-		Path:           filepath.Join(spec.BinDir, filepath.Base(ctr.Command[0])),
-		Args:           append(append([]string{}, ctr.Command[1:]...), ctr.Args...),
 		Namespace:      spec.Namespace,
 		ServiceAccount: pod.ServiceAccountName,
 		Addresses:      map[string]string{},
+		Ports:          map[int32]string{},
+	}
+	image, known := spec.Images[ImageName(ctr.Image)]
+	switch {
+	case len(ctr.Command) > 0:
+		p.Path = filepath.Join(spec.BinDir, filepath.Base(ctr.Command[0]))
+		p.Args = append(append([]string{}, ctr.Command[1:]...), ctr.Args...)
+	case known && image.InProcess != nil:
+		p.InProcess = image.InProcess
+	case known && len(image.Entrypoint) > 0:
+		p.Path = image.Entrypoint[0]
+		p.Args = append(append([]string{}, image.Entrypoint[1:]...), ctr.Args...)
+	default:
+		return nil, fmt.Errorf("container %s: no command, and the entrypoint of image %s is not known here", ctr.Name, ctr.Image)
 	}
 	if p.ServiceAccount == "" {
 		p.ServiceAccount = "default"
 	}
-	mounts, err := p.mountVolumes(pod, ctr, spec.Dir)
+	mounts, err := p.mountVolumes(ctx, c, pod, ctr, spec.Dir)
 	if err != nil {
 		return nil, err
+	}
+	p.Mounts = mounts
+	for i, a := range p.Args {
+		// an argument that is a path inside a mount, alone or as --flag=path
+		if flag, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(flag, "-") {
+			p.Args[i] = flag + "=" + rewritePath(value, mounts)
+		} else {
+			p.Args[i] = rewritePath(a, mounts)
+		}
 	}
 	if _, err := p.Sync(ctx, c); err != nil {
 		return nil, err
@@ -150,15 +196,45 @@ func prepare(ctx context.Context, c client.Reader, spec Spec, podName string, po
 					return nil, fmt.Errorf("a free port for %s: %w", e.Name, err)
 				}
 				value = net.JoinHostPort("127.0.0.1", strconv.Itoa(free))
-				if name == "" {
-					name = m[2]
-				}
-				p.Addresses[name] = value
+				p.listen(int32(n), name, value)
 			}
 		}
 		p.Env = append(p.Env, e.Name+"="+value)
 	}
+	listenEnv := make([]int32, 0, len(image.ListenEnv))
+	for port := range image.ListenEnv {
+		listenEnv = append(listenEnv, port)
+	}
+	sort.Slice(listenEnv, func(i, j int) bool { return listenEnv[i] < listenEnv[j] })
+	for _, port := range listenEnv {
+		free, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("a free port for %s: %w", image.ListenEnv[port], err)
+		}
+		value := net.JoinHostPort("127.0.0.1", strconv.Itoa(free))
+		p.listen(port, ports[port], value)
+		p.Env = append(p.Env, image.ListenEnv[port]+"="+value)
+	}
 	return p, nil
+}
+
+// listen records that container port number (named name, or unnamed) is
+// served on the loopback address addr.
+func (p *Plan) listen(number int32, name, addr string) {
+	if name == "" {
+		name = strconv.Itoa(int(number))
+	}
+	p.Addresses[name] = addr
+	p.Ports[number] = addr
+}
+
+// ImageName is an image reference's repository name without registry,
+// path, tag or digest: "europe-docker.pkg.dev/p/external/library/registry:3.0.0" → "registry".
+func ImageName(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	name := ref[strings.LastIndex(ref, "/")+1:]
+	name, _, _ = strings.Cut(name, ":")
+	return name
 }
 
 // Rolled tells whether the Deployment's Pod template differs from the one
@@ -183,8 +259,9 @@ func container(pod corev1.PodSpec, name string) (corev1.Container, error) {
 }
 
 // mountVolumes creates a directory per volume mount and records the
-// ConfigMaps and Secrets to write there; it returns mount path → local dir.
-func (p *Plan) mountVolumes(pod corev1.PodSpec, ctr corev1.Container, dir string) (map[string]string, error) {
+// ConfigMaps and Secrets to write there; a PersistentVolumeClaim mounts the
+// host path of its bound volume. It returns mount path → local dir.
+func (p *Plan) mountVolumes(ctx context.Context, c client.Reader, pod corev1.PodSpec, ctr corev1.Container, dir string) (map[string]string, error) {
 	byName := map[string]corev1.Volume{}
 	for _, v := range pod.Volumes {
 		byName[v.Name] = v
@@ -197,6 +274,14 @@ func (p *Plan) mountVolumes(pod corev1.PodSpec, ctr corev1.Container, dir string
 		}
 		if m.SubPath != "" {
 			return nil, fmt.Errorf("volume mount %s: subPath is not supported here", m.Name)
+		}
+		if v.PersistentVolumeClaim != nil {
+			local, err := claimPath(ctx, c, p.Namespace, v.PersistentVolumeClaim.ClaimName)
+			if err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			mounts[m.MountPath] = local
+			continue
 		}
 		local := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(m.MountPath, "/")))
 		if err := os.MkdirAll(local, 0o755); err != nil {
@@ -213,7 +298,7 @@ func (p *Plan) mountVolumes(pod corev1.PodSpec, ctr corev1.Container, dir string
 		case v.EmptyDir != nil:
 			// the directory is all it needs
 		default:
-			return nil, fmt.Errorf("volume %s: only ConfigMap, Secret and emptyDir volumes can be materialised here", v.Name)
+			return nil, fmt.Errorf("volume %s: only ConfigMap, Secret, emptyDir and hostPath-backed claim volumes can be materialised here", v.Name)
 		}
 	}
 	return mounts, nil
@@ -228,7 +313,7 @@ func rewritePath(value string, mounts map[string]string) string {
 	// the longest mount path that contains the value wins, as in a container
 	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
 	for _, m := range paths {
-		if value == m {
+		if value == m || value == strings.TrimSuffix(m, "/") {
 			return mounts[m]
 		}
 		if rest, ok := strings.CutPrefix(value, strings.TrimSuffix(m, "/")+"/"); ok {

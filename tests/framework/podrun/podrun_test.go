@@ -103,7 +103,7 @@ func TestPrepareRefusesWhatCannotRunHere(t *testing.T) {
 		{name: "no command", mutate: func(p *corev1.PodSpec) { p.Containers[0].Command = nil }, wantErr: "no command"},
 		{name: "host path volume", mutate: func(p *corev1.PodSpec) {
 			p.Volumes[1].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}
-		}, wantErr: "only ConfigMap, Secret and emptyDir"},
+		}, wantErr: "only ConfigMap, Secret, emptyDir and hostPath-backed claim volumes"},
 		{name: "unknown container", mutate: func(p *corev1.PodSpec) { p.Containers[0].Name = "other" }, wantErr: `no container "manager"`},
 		{name: "missing ConfigMap", objects: []client.Object{}, wantErr: "reading ConfigMap kyma-system/settings"},
 	}
