@@ -5,7 +5,9 @@ package app
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/cleanup"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/copies"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/reconciler"
@@ -32,6 +35,10 @@ import (
 // DefaultWorkers is how many Functions are reconciled at once. The build
 // cap does not depend on it (BuildSlots locks).
 const DefaultWorkers = 4
+
+// registryCleanupPauseFor is the longest a registry clean-up waits for
+// running builds to end; builds are held back meanwhile.
+const registryCleanupPauseFor = 2 * time.Minute
 
 // NewScheme has the built-in kinds and Functions.
 func NewScheme() (*runtime.Scheme, error) {
@@ -115,6 +122,17 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	inflight := reconciler.NewInFlight()
 	if err := r.SetupWithManager(mgr, opts.Workers, inflight); err != nil {
 		return nil, fmt.Errorf("setting up the Function controller: %w", err)
+	}
+	cleaner := cleanup.New(cleanup.Cleaner{
+		Reader: mgr.GetClient(), API: mgr.GetAPIReader(), Informers: mgr.GetCache(), Builds: slots,
+		Connect: func(address string, auth authn.Authenticator, insecure bool) (cleanup.Registry, error) {
+			return cleanup.NewRemoteRegistry(address, auth, insecure, nil)
+		},
+		Config: &opts.Config, Delay: opts.Config.RegistryCleanupDelay, Interval: opts.Config.RegistryCleanupInterval,
+		PauseFor: registryCleanupPauseFor, Log: mgr.GetLogger().WithName("registry-cleanup"),
+	})
+	if err := mgr.Add(cleaner); err != nil {
+		return nil, fmt.Errorf("adding the registry clean-up: %w", err)
 	}
 	cfg := opts.Config
 	if err := copies.New(mgr.GetClient(), mgr.GetAPIReader(), &cfg).SetupWithManager(mgr); err != nil {

@@ -41,6 +41,8 @@ const (
 	EnvBuildExecutorArgs               = "APP_FUNCTION_BUILD_EXECUTOR_ARGS"
 	EnvBuildRepoFetcherImage           = "APP_FUNCTION_BUILD_REPO_FETCHER_IMAGE"
 	EnvBuildMaxSimultaneousJobs        = "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS"
+	EnvRegistryCleanupDelay            = "APP_REGISTRY_CLEANUP_DELAY"
+	EnvRegistryCleanupInterval         = "APP_REGISTRY_CLEANUP_INTERVAL"
 )
 
 // Config is the controller's whole environment configuration. Every field
@@ -80,6 +82,13 @@ type Config struct {
 
 	Resources ResourceConfig // APP_FUNCTION_RESOURCE_CONFIG
 	Build     BuildConfig
+
+	// RegistryCleanupDelay is how long after a Function's image changed or
+	// the Function went the internal registry is cleaned (changes in that
+	// time share one clean-up); RegistryCleanupInterval the longest time
+	// between clean-ups.
+	RegistryCleanupDelay    time.Duration // APP_REGISTRY_CLEANUP_DELAY
+	RegistryCleanupInterval time.Duration // APP_REGISTRY_CLEANUP_INTERVAL
 }
 
 // BuildConfig configures build Jobs.
@@ -105,6 +114,9 @@ const (
 	DefaultFunctionReadyRequeueDuration   = 5 * time.Minute
 	DefaultGitFetchRequeueDuration        = 30 * time.Second
 	DefaultMaxSimultaneousJobs            = 5
+	// Registry clean-up (ours; 1.8.4 cleaned nothing).
+	DefaultRegistryCleanupDelay    = 10 * time.Second
+	DefaultRegistryCleanupInterval = time.Hour
 	// DefaultRepoFetcherImage is none: the Git fetcher is this controller's
 	// own image (its fetch subcommand), which only the chart knows; without
 	// it Git Functions say so in their condition, inline ones work.
@@ -151,6 +163,8 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 			RepoFetcherImage:    r.str(EnvBuildRepoFetcherImage, DefaultRepoFetcherImage),
 			MaxSimultaneousJobs: int(r.int32(EnvBuildMaxSimultaneousJobs, DefaultMaxSimultaneousJobs)),
 		},
+		RegistryCleanupDelay:    r.duration(EnvRegistryCleanupDelay, DefaultRegistryCleanupDelay),
+		RegistryCleanupInterval: r.duration(EnvRegistryCleanupInterval, DefaultRegistryCleanupInterval),
 	}
 	// 1.8.4 parses this knob and uses it nowhere; a bad value still stops it,
 	// so it is checked here too and then dropped (the ready requeue is

@@ -45,6 +45,8 @@ func defaults() config.Config {
 			RepoFetcherImage:    "",
 			MaxSimultaneousJobs: 5,
 		},
+		RegistryCleanupDelay:    10 * time.Second,
+		RegistryCleanupInterval: time.Hour,
 	}
 }
 
@@ -118,6 +120,10 @@ func TestLoadVariable(t *testing.T) {
 			want: func(c *config.Config) { c.Build.RepoFetcherImage = "mirror.example/init:v1" }},
 		{env: "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS", value: "12",
 			want: func(c *config.Config) { c.Build.MaxSimultaneousJobs = 12 }, invalid: []string{"five", "0", "-3"}},
+		{env: "APP_REGISTRY_CLEANUP_DELAY", value: "1s",
+			want: func(c *config.Config) { c.RegistryCleanupDelay = time.Second }, invalid: []string{"soon"}},
+		{env: "APP_REGISTRY_CLEANUP_INTERVAL", value: "10m",
+			want: func(c *config.Config) { c.RegistryCleanupInterval = 10 * time.Minute }, invalid: []string{"hourly"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {

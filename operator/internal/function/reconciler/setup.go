@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
@@ -29,7 +30,8 @@ const ControllerName = "function"
 // SetupWithManager registers the reconciler, wrapped by inflight, with
 // workers concurrent passes. Triggers: Function spec/label changes, every
 // change of its children (Jobs and Deployments by watch, no polling), the
-// end of any build Job (waiting Functions get their turn at once), and
+// end of any build Job or of a pause of builds (waiting Functions get their
+// turn at once), and
 // changes of the per-namespace copies, and the end of a build Pod.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *InFlight) error {
 	return ctrl.NewControllerManagedBy(mgr).
@@ -42,6 +44,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *I
 		Owns(&corev1.Service{}).
 		Owns(&autoscalingv1.HorizontalPodAutoscaler{}).
 		Watches(&batchv1.Job{}, r.slots.WakeHandler()).
+		WatchesRawSource(source.Channel(r.slots.wake, &handler.EnqueueRequestForObject{})).
 		// A build Pod's end carries its steps' messages (the digest).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(buildPodFunction),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: podFinished, CreateFunc: func(event.CreateEvent) bool { return false }})).

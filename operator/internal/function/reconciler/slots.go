@@ -9,8 +9,10 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 )
@@ -34,6 +36,8 @@ type BuildSlots struct {
 	mu      sync.Mutex
 	unseen  map[types.NamespacedName]time.Time // created Jobs not in the cache yet
 	waiting map[types.NamespacedName]time.Time // Functions waiting for a slot, since
+	paused  bool                               // no build starts (registry clean-up)
+	wake    chan event.GenericEvent            // waiting Functions, enqueued on Resume
 }
 
 // QueueGauge reports the number of Functions waiting for a build slot.
@@ -44,6 +48,7 @@ func NewBuildSlots(reader client.Reader, max int, queue QueueGauge) *BuildSlots 
 	return &BuildSlots{
 		reader: reader, max: max, queue: queue, now: time.Now,
 		unseen: map[types.NamespacedName]time.Time{}, waiting: map[types.NamespacedName]time.Time{},
+		wake: make(chan event.GenericEvent, max),
 	}
 }
 
@@ -59,7 +64,7 @@ func (s *BuildSlots) Start(ctx context.Context, fn types.NamespacedName, create 
 	if err != nil {
 		return false, 0, err
 	}
-	if running >= s.max {
+	if running >= s.max || s.paused {
 		if _, ok := s.waiting[fn]; !ok {
 			s.waiting[fn] = s.now()
 			s.queue.SetQueueLength(len(s.waiting))
@@ -76,6 +81,45 @@ func (s *BuildSlots) Start(ctx context.Context, fn types.NamespacedName, create 
 		s.unseen[key] = s.now()
 	}
 	return true, running, nil
+}
+
+// pausePoll is how often Pause counts the builds still running.
+const pausePoll = 500 * time.Millisecond
+
+// Pause stops new builds from starting (Functions wait for a slot as when
+// all are taken) and returns once no build runs, so that nothing pushes to
+// the registry meanwhile; resume lets builds start again and gives the
+// waiting Functions their turn. When ctx ends first, builds are resumed and
+// the error says how many still ran.
+func (s *BuildSlots) Pause(ctx context.Context) (resume func(), err error) {
+	s.mu.Lock()
+	s.paused = true
+	s.mu.Unlock()
+	resume = func() {
+		s.mu.Lock()
+		s.paused = false
+		s.mu.Unlock()
+		for _, key := range s.Waiting(s.max) {
+			select {
+			case s.wake <- event.GenericEvent{Object: &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+			default: // the queue is full; the next Job end wakes the rest
+			}
+		}
+	}
+	for {
+		s.mu.Lock()
+		running, err := s.count(ctx)
+		s.mu.Unlock()
+		if err == nil && running == 0 {
+			return resume, nil
+		}
+		select {
+		case <-ctx.Done():
+			resume()
+			return nil, fmt.Errorf("waiting for running builds to end (%d left, last error %v): %w", running, err, ctx.Err())
+		case <-time.After(pausePoll):
+		}
+	}
 }
 
 // Leave forgets a Function that no longer waits (built, deleted, invalid).

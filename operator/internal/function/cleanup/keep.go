@@ -1,0 +1,126 @@
+package cleanup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/pkg/build"
+)
+
+// revisionAnnotation numbers a Deployment's ReplicaSets (set by the
+// Deployment controller).
+const revisionAnnotation = "deployment.kubernetes.io/revision"
+
+// keepRefs are the images of the registry (known by addresses) that
+// cluster objects refer to.
+func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) ([]Ref, error) {
+	var refs []Ref
+	add := func(image string) {
+		if r, ok := ParseRef(image, addresses...); ok {
+			refs = append(refs, r)
+		}
+	}
+	managed := client.MatchingLabels{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}
+
+	var deployments appsv1.DeploymentList
+	if err := c.Reader.List(ctx, &deployments, managed); err != nil {
+		return nil, fmt.Errorf("listing Function Deployments: %w", err)
+	}
+	for i := range deployments.Items {
+		podImages(&deployments.Items[i].Spec.Template.Spec, add)
+	}
+
+	var replicaSets appsv1.ReplicaSetList
+	if err := c.API.List(ctx, &replicaSets, managed); err != nil {
+		return nil, fmt.Errorf("listing the ReplicaSets of Function Deployments: %w", err)
+	}
+	for _, rs := range rollbackTargets(replicaSets.Items) {
+		podImages(&rs.Spec.Template.Spec, add)
+	}
+
+	var jobs batchv1.JobList
+	if err := c.Reader.List(ctx, &jobs, managed); err != nil {
+		return nil, fmt.Errorf("listing build Jobs: %w", err)
+	}
+	for i := range jobs.Items {
+		if d := resources.JobDestination(&jobs.Items[i]); d != "" {
+			add(d)
+		}
+	}
+
+	var fns v1alpha2.FunctionList
+	if err := c.Reader.List(ctx, &fns); err != nil {
+		return nil, fmt.Errorf("listing Functions: %w", err)
+	}
+	for i := range fns.Items {
+		if o := fns.Items[i].Spec.RuntimeImageOverride; o != "" {
+			add(o)
+		}
+	}
+
+	var runtimes corev1.ConfigMapList
+	if err := c.Reader.List(ctx, &runtimes, client.InNamespace(c.Config.BaseNamespace),
+		client.MatchingLabels{v1alpha2.LabelConfig: v1alpha2.ConfigRuntime}); err != nil {
+		return nil, fmt.Errorf("listing runtime ConfigMaps: %w", err)
+	}
+	for i := range runtimes.Items {
+		if base, err := build.BaseImageOf(runtimes.Items[i].Data["Dockerfile"]); err == nil {
+			add(base)
+		}
+	}
+	return refs, nil
+}
+
+func podImages(spec *corev1.PodSpec, add func(string)) {
+	for _, image := range images(spec) {
+		add(image)
+	}
+}
+
+func images(spec *corev1.PodSpec) []string {
+	var out []string
+	for _, ctr := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+		out = append(out, ctr.Image)
+	}
+	return out
+}
+
+// rollbackTargets are the ReplicaSets whose images must stay: those with
+// Pods, and per Deployment the two newest revisions (the current one and
+// the one a rollback returns to).
+func rollbackTargets(all []appsv1.ReplicaSet) []*appsv1.ReplicaSet {
+	byOwner := map[string][]*appsv1.ReplicaSet{}
+	var out []*appsv1.ReplicaSet
+	for i := range all {
+		rs := &all[i]
+		if rs.Status.Replicas > 0 {
+			out = append(out, rs)
+		}
+		owner := ""
+		for _, ref := range rs.OwnerReferences {
+			if ref.Controller != nil && *ref.Controller {
+				owner = string(ref.UID)
+			}
+		}
+		byOwner[owner] = append(byOwner[owner], rs)
+	}
+	for _, sets := range byOwner {
+		sort.Slice(sets, func(i, j int) bool { return revision(sets[i]) > revision(sets[j]) })
+		out = append(out, sets[:min(2, len(sets))]...)
+	}
+	return out
+}
+
+func revision(rs *appsv1.ReplicaSet) int {
+	n, _ := strconv.Atoi(rs.Annotations[revisionAnnotation])
+	return n
+}

@@ -1,0 +1,113 @@
+package cleanup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// Registry is the Function registry as the clean-up uses it.
+type Registry interface {
+	// Images lists every tagged image.
+	Images(ctx context.Context) ([]Image, error)
+	// Delete removes the image's manifest (and with it its tags).
+	Delete(ctx context.Context, img Image) error
+}
+
+// RemoteRegistry talks to a registry through its HTTP API.
+type RemoteRegistry struct {
+	registry name.Registry
+	opts     []remote.Option
+}
+
+// NewRemoteRegistry is the registry at address (host:port), plain HTTP when
+// insecure; tr nil uses the default transport.
+func NewRemoteRegistry(address string, auth authn.Authenticator, insecure bool, tr http.RoundTripper) (*RemoteRegistry, error) {
+	var opts []name.Option
+	if insecure {
+		opts = append(opts, name.Insecure)
+	}
+	reg, err := name.NewRegistry(address, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("registry address %q: %w", address, err)
+	}
+	r := &RemoteRegistry{registry: reg, opts: []remote.Option{remote.WithAuth(auth)}}
+	if tr != nil {
+		r.opts = append(r.opts, remote.WithTransport(tr))
+	}
+	return r, nil
+}
+
+func (r *RemoteRegistry) options(ctx context.Context) []remote.Option {
+	return append([]remote.Option{remote.WithContext(ctx)}, r.opts...)
+}
+
+// Images lists the catalog, every repository's tags and each tag's manifest.
+func (r *RemoteRegistry) Images(ctx context.Context) ([]Image, error) {
+	repos, err := remote.Catalog(ctx, r.registry, r.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the repositories of %s: %w", r.registry, err)
+	}
+	var out []Image
+	for _, name := range repos {
+		repo := r.registry.Repo(name)
+		tags, err := remote.List(repo, r.options(ctx)...)
+		if notFound(err) {
+			continue // emptied meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
+		}
+		byDigest := map[string]int{}
+		for _, tag := range tags {
+			desc, err := remote.Get(repo.Tag(tag), r.options(ctx)...)
+			if notFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s:%s: %w", repo, tag, err)
+			}
+			d := desc.Digest.String()
+			if i, ok := byDigest[d]; ok {
+				out[i].Tags = append(out[i].Tags, tag)
+				continue
+			}
+			img := Image{Repository: name, Digest: d, Tags: []string{tag}}
+			if m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest)); err == nil {
+				for _, l := range m.Layers {
+					img.Layers = append(img.Layers, l.Digest.String())
+				}
+			}
+			byDigest[d] = len(out)
+			out = append(out, img)
+		}
+	}
+	return out, nil
+}
+
+// Delete removes the manifest by digest.
+func (r *RemoteRegistry) Delete(ctx context.Context, img Image) error {
+	ref := r.registry.Repo(img.Repository).Digest(img.Digest)
+	err := remote.Delete(ref, r.options(ctx)...)
+	var terr *transport.Error
+	switch {
+	case err == nil, notFound(err):
+		return nil
+	case errors.As(err, &terr) && terr.StatusCode == http.StatusMethodNotAllowed:
+		return fmt.Errorf("deleting %s: the registry does not allow deletes (storage.delete.enabled): %w", ref, err)
+	}
+	return fmt.Errorf("deleting %s: %w", ref, err)
+}
+
+func notFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
