@@ -54,6 +54,7 @@ func Runtimes() map[string]Runtime {
 	return map[string]Runtime{
 		"nodejs20": nodejs(),
 		"nodejs22": nodejs(),
+		"nodejs24": nodejs(),
 		"python312": {
 			Handler:        "handler.py",
 			DependencyFile: "requirements.txt",
