@@ -1,15 +1,19 @@
 package reconciler
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
 // The status fields release 1.13's clients read are filled in from what
@@ -126,6 +130,64 @@ func TestMirrorStatus(t *testing.T) {
 			mirrorStatus(p)
 			assert.Equal(t, tt.wantGit, p.status.GitRepository)
 			assert.Equal(t, tt.wantMsg, condition(&p.status, v1alpha2.ConditionConfigurationReady).Message)
+		})
+	}
+}
+
+// A module upgrade that only brings a newer runtime base image rebuilds and
+// rolls nothing, also for a Deployment 1.8.4 left; the next change of the
+// Function's inputs builds on the new base.
+func TestNewRuntimeBaseRebuildsNothingUntilTheFunctionChanges(t *testing.T) {
+	tests := []struct {
+		name       string
+		builtImage bool // status.builtImage recorded (ours) or not (1.8.4's status)
+	}{
+		{name: "built by this controller", builtImage: true},
+		{name: "built by 1.8.4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			fn := newFunction("hello")
+			f := newFixture(t, append(prerequisites(testNS), fn)...)
+			p := newPass(fn, &f.r.cfg, metav1.NewTime(f.now))
+			require.NoError(t, f.r.prerequisites(ctx, p))
+			oldBase := p.in.BaseImage
+			dep := resources.Deployment(p.in)
+			dep.Name = "hello-old12"
+			require.NoError(t, f.client.Create(ctx, dep))
+			fn = f.function(t, "hello")
+			fn.Status.RuntimeImage = oldBase
+			if tt.builtImage {
+				fn.Status.BuiltImage = p.pullImage
+			}
+			require.NoError(t, f.client.Status().Update(ctx, fn))
+
+			// The chart brings a new base for the runtime.
+			cm := &corev1.ConfigMap{}
+			require.NoError(t, f.client.Get(ctx, types.NamespacedName{Namespace: testNS, Name: "dockerfile-nodejs22"}, cm))
+			cm.Data["Dockerfile"] = "ARG base_image=example.org/runtime-nodejs22:2\nFROM ${base_image}\n"
+			require.NoError(t, f.client.Update(ctx, cm))
+			f.writes.take()
+
+			f.reconcile(t, "hello")
+			assert.Empty(t, f.jobs(t), "no build")
+			deps := f.deployments(t)
+			require.Len(t, deps, 1)
+			assert.Equal(t, dep.Generation, deps[0].Generation, "no rollout")
+			assert.Equal(t, dep.Spec.Template.Spec.Containers[0].Image, deps[0].Spec.Template.Spec.Containers[0].Image)
+			got := f.function(t, "hello")
+			assert.Equal(t, oldBase, got.Status.RuntimeImage, "the base the running image was built on")
+			assert.Equal(t, p.pullImage, got.Status.BuiltImage)
+
+			// A source change builds on the new base.
+			got.Spec.Source.Inline.Source = "module.exports = { main: () => 'new' }"
+			got.Generation++
+			require.NoError(t, f.client.Update(ctx, got))
+			f.reconcile(t, "hello")
+			jobs := f.jobs(t)
+			require.Len(t, jobs, 1)
+			assert.Equal(t, "example.org/runtime-nodejs22:2", f.function(t, "hello").Status.RuntimeImage)
 		})
 	}
 }
