@@ -44,8 +44,14 @@ func nodejs() Runtime {
 		SourceDir:        "/usr/src/app/function",
 		DependencyDir:    "/usr/src/app/function/node_modules",
 		DependencySubdir: "node_modules",
-		WorkingDir:       "/usr/src/app/function",
-		Install:          `cp "$SOURCES/package.json" . && npm install --omit=dev --no-audit --no-fund --no-update-notifier`,
+		// 1.8.4's Dockerfiles end in /usr/src/app: the base image's
+		// `npm start` must find the runtime server's package.json, not the
+		// Function's.
+		WorkingDir: "/usr/src/app",
+		// Release 1.13's servers load HANDLER_PATH (default ./handler.js,
+		// beside server.mjs); 1.8.4's load ./function/handler.js.
+		Env:     []string{"HANDLER_PATH=./function/handler.js"},
+		Install: `cp "$SOURCES/package.json" . && npm install --omit=dev --no-audit --no-fund --no-update-notifier`,
 	}
 }
 
@@ -54,14 +60,17 @@ func Runtimes() map[string]Runtime {
 	return map[string]Runtime{
 		"nodejs20": nodejs(),
 		"nodejs22": nodejs(),
+		"nodejs24": nodejs(),
 		"python312": {
 			Handler:        "handler.py",
 			DependencyFile: "requirements.txt",
 			SourceDir:      "/kubeless",
 			// pip's target as the Dockerfile's `pip install` as root had it.
 			DependencyDir: "/usr/local/lib/python3.12/site-packages",
-			Env:           []string{"KUBELESS_INSTALL_VOLUME=/kubeless"},
-			Install:       `pip install --no-cache-dir --disable-pip-version-check --target . -r "$SOURCES/requirements.txt"`,
+			// Release 1.13's server.py imports the handler from FUNCTION_PATH
+			// (default /); 1.8.4's kubeless.py defaulted to /kubeless.
+			Env:     []string{"KUBELESS_INSTALL_VOLUME=/kubeless", "FUNCTION_PATH=/kubeless"},
+			Install: `pip install --no-cache-dir --disable-pip-version-check --target . -r "$SOURCES/requirements.txt"`,
 		},
 	}
 }

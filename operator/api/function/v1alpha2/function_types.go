@@ -5,8 +5,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Runtime is a supported Function runtime.
-// +kubebuilder:validation:Enum=nodejs20;nodejs22;python312
+// Runtime is a supported Function runtime: the union of what release
+// 1.8.4 and release 1.13 accept (nodejs20 is deprecated in both).
+// +kubebuilder:validation:Enum=nodejs20;nodejs22;nodejs24;python312
 type Runtime string
 
 // FunctionSpec is what a user declares: source, runtime and how to run it.
@@ -74,6 +75,16 @@ type FunctionSpec struct {
 	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// PodSecurityContext of the Function's Pod (release 1.13's field). The
+	// fields left unset keep the module's defaults.
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+
+	// ContainerSecurityContext of the Function's container (release 1.13's
+	// field). The fields left unset keep the module's defaults.
+	// +optional
+	ContainerSecurityContext *corev1.SecurityContext `json:"containerSecurityContext,omitempty"`
 }
 
 // Source holds exactly one kind of source.
@@ -171,8 +182,9 @@ type ResourceRequirements struct {
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
-// ScaleConfig bounds autoscaling.
-// +kubebuilder:validation:XValidation:rule="self.minReplicas <= self.maxReplicas",message="spec.scaleConfig: minReplicas must not exceed maxReplicas"
+// ScaleConfig bounds autoscaling. minReplicas above maxReplicas is admitted,
+// as release 1.13 admits it; it fixes the replica count at minReplicas (no
+// autoscaler).
 type ScaleConfig struct {
 	// MinReplicas of the autoscaler.
 	// +kubebuilder:validation:Minimum=1
@@ -231,10 +243,26 @@ type FunctionStatus struct {
 	// +optional
 	Conditions []Condition `json:"conditions,omitempty"`
 	// Repository settings last used.
+	// Deprecated: read gitRepository (release 1.13's field); kept filled in.
 	Repository `json:",inline"`
 	// Commit built.
+	// Deprecated: read gitRepository.commit; kept filled in.
 	// +optional
 	Commit string `json:"commit,omitempty"`
+	// GitRepository is the Git source last used, for Git Functions.
+	// +optional
+	GitRepository *GitRepositoryStatus `json:"gitRepository,omitempty"`
+	// FunctionAnnotations are the spec.annotations last put on the Pod
+	// template: release 1.13 tells by them which template annotations are
+	// the Function's.
+	// +optional
+	FunctionAnnotations map[string]string `json:"functionAnnotations,omitempty"`
+	// PodSecurityContext in effect on the Function's Pod.
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+	// ContainerSecurityContext in effect on the Function's container.
+	// +optional
+	ContainerSecurityContext *corev1.SecurityContext `json:"containerSecurityContext,omitempty"`
 	// Replicas from the Deployment (scale subresource).
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
@@ -258,22 +286,40 @@ type FunctionStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
-// Condition of a Function.
+// GitRepositoryStatus is the Git source a Function was last built or run from.
+type GitRepositoryStatus struct {
+	// URL of the repository.
+	URL string `json:"url"`
+	// Repository is the directory and reference.
+	Repository `json:",inline"`
+	// Commit the reference resolved to.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+}
+
+// Condition of a Function. It is written with every field of
+// metav1.Condition that release 1.13's clients require (type, status,
+// lastTransitionTime, reason, message), and the schema keeps requiring only
+// type and status: conditions stored by release 1.8.4 without a reason or
+// message stay valid.
 type Condition struct {
 	// Type: ConfigurationReady, BuildReady or Running.
 	Type string `json:"type"`
 	// Status: True, False or Unknown.
 	// +kubebuilder:validation:Enum=True;False;Unknown
 	Status corev1.ConditionStatus `json:"status"`
+	// ObservedGeneration is the metadata.generation the condition was set for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// LastTransitionTime of the status.
 	// +optional
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	// Reason in CamelCase.
 	// +optional
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason"`
 	// Message for humans.
 	// +optional
-	Message string `json:"message,omitempty"`
+	Message string `json:"message"`
 }
 
 // Function is a piece of code the Serverless module builds and runs.
@@ -281,7 +327,7 @@ type Condition struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.podSelector
-// +kubebuilder:resource:categories={kyma-serverless}
+// +kubebuilder:resource:categories={kyma-serverless,all},shortName={fn,fns}
 // +kubebuilder:printcolumn:name="Configured",type="string",JSONPath=".status.conditions[?(@.type=='ConfigurationReady')].status"
 // +kubebuilder:printcolumn:name="Built",type="string",JSONPath=".status.conditions[?(@.type=='BuildReady')].status"
 // +kubebuilder:printcolumn:name="Running",type="string",JSONPath=".status.conditions[?(@.type=='Running')].status"

@@ -4,11 +4,18 @@ package v1alpha2
 const (
 	RuntimeNodejs20  Runtime = "nodejs20"
 	RuntimeNodejs22  Runtime = "nodejs22"
+	RuntimeNodejs24  Runtime = "nodejs24"
 	RuntimePython312 Runtime = "python312"
 )
 
 // Runtimes lists every supported runtime.
-func Runtimes() []Runtime { return []Runtime{RuntimeNodejs20, RuntimeNodejs22, RuntimePython312} }
+func Runtimes() []Runtime {
+	return []Runtime{RuntimeNodejs20, RuntimeNodejs22, RuntimeNodejs24, RuntimePython312}
+}
+
+// Deprecated reports whether the runtime still runs but is to be replaced
+// (release 1.13 flags nodejs20 so, in the ConfigurationReady message).
+func (r Runtime) Deprecated() bool { return r == RuntimeNodejs20 }
 
 // Labels the Function controller puts on what it creates. Children of a
 // Function are found by the three internal labels (function name, managed

@@ -102,11 +102,19 @@ func TestFunctionValidation(t *testing.T) {
 		{"profile and resources", `{"runtime":"nodejs22",` + inline + `,"resourceConfiguration":{"function":{"profile":"S","resources":{"limits":{"cpu":"1"}}}}}`, "spec.resourceConfiguration.function: use exactly one of profile and resources"},
 		{"function profile unknown", `{"runtime":"nodejs22",` + inline + `,"resourceConfiguration":{"function":{"profile":"XXL"}}}`, "spec.resourceConfiguration.function.profile must be one of"},
 		{"build profile unknown", `{"runtime":"nodejs22",` + inline + `,"resourceConfiguration":{"build":{"profile":"turbo"}}}`, "spec.resourceConfiguration.build.profile must be one of"},
-		{"min above max", `{"runtime":"nodejs22",` + inline + `,"scaleConfig":{"minReplicas":3,"maxReplicas":2}}`, "spec.scaleConfig: minReplicas must not exceed maxReplicas"},
+		{"min above max, as release 1.13 admits it", `{"runtime":"nodejs22",` + inline + `,"scaleConfig":{"minReplicas":3,"maxReplicas":2}}`, ""},
 		{"min replicas zero", `{"runtime":"nodejs22",` + inline + `,"scaleConfig":{"minReplicas":0,"maxReplicas":2}}`, "spec.scaleConfig.minReplicas"},
 		{"negative replicas", `{"runtime":"nodejs22",` + inline + `,"replicas":-1}`, "spec.replicas"},
 		{"template labels", `{"runtime":"nodejs22",` + inline + `,"template":{"labels":{"a":"b"}}}`, "spec.template: labels and annotations are not supported"},
 		{"secret mount without path", `{"runtime":"nodejs22",` + inline + `,"secretMounts":[{"secretName":"s","mountPath":""}]}`, "spec.secretMounts[0].mountPath"},
+
+		// What release 1.13 accepts besides 1.8.4's Functions.
+		{"inline nodejs24", `{"runtime":"nodejs24",` + inline + `}`, ""},
+		{"security contexts", `{"runtime":"nodejs24",` + inline + `,"podSecurityContext":{"runAsUser":2000,"fsGroup":2000,"seccompProfile":{"type":"RuntimeDefault"}},"containerSecurityContext":{"runAsNonRoot":true,"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}`, ""},
+		{"env fileKeyRef", `{"runtime":"nodejs22",` + inline + `,"env":[{"name":"FROM_FILE","valueFrom":{"fileKeyRef":{"volumeName":"tmp-dir","path":"app.env","key":"A","optional":true}}}]}`, ""},
+		{"pod security context of the wrong type", `{"runtime":"nodejs22",` + inline + `,"podSecurityContext":{"runAsUser":"root"}}`, "spec.podSecurityContext.runAsUser"},
+		{"container security context capabilities not a list", `{"runtime":"nodejs22",` + inline + `,"containerSecurityContext":{"capabilities":{"drop":"ALL"}}}`, "spec.containerSecurityContext.capabilities.drop"},
+		{"fileKeyRef without key", `{"runtime":"nodejs22",` + inline + `,"env":[{"name":"FROM_FILE","valueFrom":{"fileKeyRef":{"volumeName":"tmp-dir","path":"app.env"}}}]}`, "spec.env[0].valueFrom.fileKeyRef.key"},
 
 		// runtimeImageOverride: an image reference a registry client can read.
 		{"image override with registry and tag", withOverride("europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs22:1.8.4"), ""},

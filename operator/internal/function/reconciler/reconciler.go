@@ -152,6 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			break
 		}
 	}
+	mirrorStatus(p)
 	if err := r.writeStatus(ctx, p); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
 	}

@@ -31,6 +31,7 @@ const AnnotationGeneration = "serverless.kyma-project.io/function-generation"
 // False, retried after a backoff; running → wait for its watch event; none
 // → create one if a build slot is free, else wait for one.
 func (r *Reconciler) build(ctx context.Context, p *pass) error {
+	keepBuiltBase(p)
 	current, stale := splitJobs(p.jobs, p.pushImage)
 	// Unfinished builds of an older input push images nobody uses and hold slots.
 	for _, j := range stale {
@@ -108,6 +109,27 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated,
 		fmt.Sprintf("Job %s created", job.Name), p.now)
 	return nil
+}
+
+// keepBuiltBase keeps the runtime base image a Function's image was built
+// on (status.runtimeImage) while that image is still the one it would build
+// from it: a module upgrade that only brings newer runtime bases rebuilds
+// and rolls nothing, and a taken-over Function runs on as it did. The next
+// change of the Function's inputs builds on the current base. (1.8.4
+// rebuilt every Function when its bases changed.)
+func keepBuiltBase(p *pass) {
+	old := p.fn.Status.RuntimeImage
+	if old == "" || old == p.in.BaseImage || p.fn.Spec.RuntimeImageOverride != "" {
+		return
+	}
+	in := p.in
+	in.BaseImage = old
+	pull := resources.PullImage(in)
+	if _, running := runningImage(p.deployments, pull); !running && !resources.SameImage(p.fn.Status.BuiltImage, pull) {
+		return
+	}
+	p.in = in
+	p.pullImage, p.pushImage = pull, resources.PushImage(in)
 }
 
 // built records that the expected image exists, with its digest when

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,11 +52,13 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 			return r.deploymentFailed(p, "create", err)
 		}
 		p.deployment, p.rolled = desired, v1alpha2.ReasonDeploymentCreated
+		podStatus(p)
 		return nil
 	}
 	p.deployment = keep
 	updated, changed := resources.UpdateDeployment(keep, desired)
 	if !changed {
+		podStatus(p)
 		return nil
 	}
 	// A replicas-only change (kubectl scale, HPA) is no rollout.
@@ -67,7 +70,20 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 		p.rolled = v1alpha2.ReasonDeploymentUpdated
 	}
 	p.deployment = updated
+	podStatus(p)
 	return nil
+}
+
+// podStatus records what the Deployment now gives the Function's Pods, in
+// release 1.13's status fields: the spec.annotations on the Pod template
+// and both security contexts in effect.
+func podStatus(p *pass) {
+	p.status.FunctionAnnotations = maps.Clone(p.fn.Spec.Annotations)
+	if len(p.status.FunctionAnnotations) == 0 {
+		p.status.FunctionAnnotations = nil
+	}
+	p.status.PodSecurityContext = resources.PodSecurityContext(p.fn)
+	p.status.ContainerSecurityContext = resources.ContainerSecurityContext(p.fn)
 }
 
 // deploymentFailed turns a rejected Deployment into Running False

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -37,6 +38,33 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	return nil
 }
 
+// deprecatedRuntime leads the ConfigurationReady message of a Function on a
+// deprecated runtime, as release 1.13 flags it (a message starting with
+// "Warning" is a Warning event there and here).
+const deprecatedRuntime = "Warning: runtime %s is deprecated and will be removed in the future. "
+
+// mirrorStatus derives the status fields that repeat others: the
+// deprecation warning on ConfigurationReady True, and status.gitRepository
+// (release 1.13's field) from the top-level commit, reference and baseDir
+// that 1.8.4's clients read.
+func mirrorStatus(p *pass) {
+	if c := condition(&p.status, v1alpha2.ConditionConfigurationReady); c != nil {
+		for _, rt := range v1alpha2.Runtimes() {
+			c.Message = strings.TrimPrefix(c.Message, fmt.Sprintf(deprecatedRuntime, rt))
+		}
+		if c.Status == corev1.ConditionTrue && p.fn.Spec.Runtime.Deprecated() {
+			c.Message = fmt.Sprintf(deprecatedRuntime, p.fn.Spec.Runtime) + c.Message
+		}
+	}
+	st := &p.status
+	repo := p.fn.Spec.Source.GitRepository
+	if repo == nil || st.Commit == "" {
+		st.GitRepository = nil
+		return
+	}
+	st.GitRepository = &v1alpha2.GitRepositoryStatus{URL: repo.URL, Repository: st.Repository, Commit: st.Commit}
+}
+
 // observeBuilds counts what the status just written records for the first
 // time, so that a build is counted once however many passes saw it.
 func (r *Reconciler) observeBuilds(p *pass) {
@@ -53,7 +81,8 @@ func (r *Reconciler) observeBuilds(p *pass) {
 type statusEvent struct{ kind, reason, action, message string }
 
 // statusEvents are the events a status change is worth: a Warning when a
-// condition becomes False (or fails for another reason), and a Normal when
+// condition becomes False (or fails for another reason) or its message
+// starts with "Warning" (a deprecated runtime), and a Normal when
 // a condition that was False becomes True again, closing that Warning.
 // Progress that goes as expected is in the status only: an event is a
 // write, and one per Function per build would be most of a quiet
@@ -66,7 +95,7 @@ func statusEvents(old, cur *v1alpha2.FunctionStatus) []statusEvent {
 			continue
 		}
 		switch {
-		case c.Status == corev1.ConditionFalse:
+		case c.Status == corev1.ConditionFalse || strings.HasPrefix(c.Message, "Warning"):
 			out = append(out, statusEvent{corev1.EventTypeWarning, c.Reason, "Reconcile", c.Message})
 		case c.Status == corev1.ConditionTrue && prev != nil && prev.Status == corev1.ConditionFalse:
 			out = append(out, statusEvent{corev1.EventTypeNormal, c.Reason, "Reconcile", c.Message})

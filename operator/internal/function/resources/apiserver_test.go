@@ -58,6 +58,13 @@ func TestAPIServerRoundTrip(t *testing.T) {
 			}}
 			fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](3)}
 		}),
+		"nodejs24 with release 1.13's fields": newFunction(v1alpha2.RuntimeNodejs24, func(fn *v1alpha2.Function) {
+			fn.Name = "hello-24"
+			fn.Spec.PodSecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](1000), SupplementalGroups: []int64{1000}}
+			fn.Spec.ContainerSecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}
+			fn.Spec.Env = []corev1.EnvVar{{Name: "FROM_FILE", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{
+				VolumeName: "tmp-dir", Path: "app.env", Key: "A", Optional: ptr.To(true)}}}}
+		}),
 		"git with key auth": gitFunction(func(fn *v1alpha2.Function) {
 			fn.Name = "hello-git"
 			fn.Spec.Source.GitRepository.Auth = &v1alpha2.RepositoryAuth{Type: GitAuthKey, SecretName: "git-creds"}

@@ -63,11 +63,7 @@ func Deployment(in Inputs) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(fn), Annotations: annotations},
 				Spec: corev1.PodSpec{
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsUser:      ptr.To[int64](10001),
-						RunAsGroup:     ptr.To[int64](10001),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:    PodSecurityContext(fn),
 					ServiceAccountName: in.Config.ImagePullAccountName,
 					Volumes:            volumes,
 					Containers: []corev1.Container{{
@@ -80,17 +76,57 @@ func Deployment(in Inputs) *appsv1.Deployment {
 						StartupProbe:    probe(0, 5, 0, 30),
 						ReadinessProbe:  probe(0, 5, 2, 1),
 						LivenessProbe:   probe(0, 5, 4, 3),
-						SecurityContext: &corev1.SecurityContext{
-							Privileged:             ptr.To(false),
-							Capabilities:           &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-							ProcMount:              ptr.To(corev1.DefaultProcMount),
-							ReadOnlyRootFilesystem: ptr.To(true),
-						},
+						SecurityContext: ContainerSecurityContext(fn),
 					}},
 				},
 			},
 		},
 	}
+}
+
+// PodSecurityContext is the Function Pod's security context: 1.8.4's
+// (contract §3.4) where spec.podSecurityContext leaves a field unset, the
+// Function's value where it sets one (release 1.13's rule, with this mode's
+// base). Without spec.podSecurityContext it is exactly 1.8.4's, so adopted
+// Pods keep their template.
+func PodSecurityContext(fn *v1alpha2.Function) *corev1.PodSecurityContext {
+	out := &corev1.PodSecurityContext{}
+	if fn.Spec.PodSecurityContext != nil {
+		out = fn.Spec.PodSecurityContext.DeepCopy()
+	}
+	if out.RunAsUser == nil {
+		out.RunAsUser = ptr.To[int64](10001)
+	}
+	if out.RunAsGroup == nil {
+		out.RunAsGroup = ptr.To[int64](10001)
+	}
+	if out.SeccompProfile == nil {
+		out.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	}
+	return out
+}
+
+// ContainerSecurityContext is the function container's security context,
+// 1.8.4's with spec.containerSecurityContext laid over it field by field,
+// as PodSecurityContext.
+func ContainerSecurityContext(fn *v1alpha2.Function) *corev1.SecurityContext {
+	out := &corev1.SecurityContext{}
+	if fn.Spec.ContainerSecurityContext != nil {
+		out = fn.Spec.ContainerSecurityContext.DeepCopy()
+	}
+	if out.Privileged == nil {
+		out.Privileged = ptr.To(false)
+	}
+	if out.Capabilities == nil {
+		out.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+	}
+	if out.ProcMount == nil {
+		out.ProcMount = ptr.To(corev1.DefaultProcMount)
+	}
+	if out.ReadOnlyRootFilesystem == nil {
+		out.ReadOnlyRootFilesystem = ptr.To(true)
+	}
+	return out
 }
 
 // probe is an HTTP GET /healthz on the Function port; zero fields are left

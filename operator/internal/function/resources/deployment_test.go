@@ -146,6 +146,67 @@ func TestDeployment(t *testing.T) {
 	})
 }
 
+// spec.podSecurityContext and spec.containerSecurityContext reach the Pod
+// field by field: what the Function sets wins, what it leaves unset keeps
+// 1.8.4's value (without them the Pod is 1.8.4's, TestDeployment).
+func TestDeploymentSecurityContexts(t *testing.T) {
+	base18Pod := &corev1.PodSecurityContext{
+		RunAsUser: ptr.To[int64](10001), RunAsGroup: ptr.To[int64](10001),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	base18Container := &corev1.SecurityContext{
+		Privileged:             ptr.To(false),
+		Capabilities:           &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ProcMount:              ptr.To(corev1.DefaultProcMount),
+		ReadOnlyRootFilesystem: ptr.To(true),
+	}
+	tests := []struct {
+		name          string
+		pod           *corev1.PodSecurityContext
+		container     *corev1.SecurityContext
+		wantPod       *corev1.PodSecurityContext
+		wantContainer *corev1.SecurityContext
+	}{
+		{name: "unset: 1.8.4's", wantPod: base18Pod, wantContainer: base18Container},
+		{name: "empty: 1.8.4's", pod: &corev1.PodSecurityContext{}, container: &corev1.SecurityContext{},
+			wantPod: base18Pod, wantContainer: base18Container},
+		{name: "fields added to the base",
+			pod:       &corev1.PodSecurityContext{FSGroup: ptr.To[int64](1000), SupplementalGroups: []int64{1000}},
+			container: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)},
+			wantPod: &corev1.PodSecurityContext{
+				RunAsUser: ptr.To[int64](10001), RunAsGroup: ptr.To[int64](10001), FSGroup: ptr.To[int64](1000), SupplementalGroups: []int64{1000},
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			wantContainer: &corev1.SecurityContext{
+				Privileged: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				ProcMount: ptr.To(corev1.DefaultProcMount), ReadOnlyRootFilesystem: ptr.To(true),
+				RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false),
+			}},
+		{name: "base fields overridden (release 1.13's user 1000)",
+			pod:       &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}},
+			container: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(false), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}}},
+			wantPod:   &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}},
+			wantContainer: &corev1.SecurityContext{
+				Privileged: ptr.To(false), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}},
+				ProcMount: ptr.To(corev1.DefaultProcMount), ReadOnlyRootFilesystem: ptr.To(false),
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := newFunction(v1alpha2.RuntimeNodejs24, func(fn *v1alpha2.Function) {
+				fn.Spec.PodSecurityContext, fn.Spec.ContainerSecurityContext = tt.pod, tt.container
+			})
+			before := fn.DeepCopy()
+			pod := Deployment(inputs(fn)).Spec.Template.Spec
+			assert.Equal(t, tt.wantPod, pod.SecurityContext)
+			assert.Equal(t, tt.wantContainer, pod.Containers[0].SecurityContext)
+			assert.Equal(t, before, fn, "the Function is not modified")
+			assert.Equal(t, tt.wantPod, PodSecurityContext(fn), "the status shows what the Pod gets")
+			assert.Equal(t, tt.wantContainer, ContainerSecurityContext(fn))
+		})
+	}
+}
+
 func TestDeploymentSecretVolumes(t *testing.T) {
 	hashed := func(secret string) string {
 		return "secret-" + sha(secret)[:16]

@@ -19,9 +19,9 @@ import (
 //     template untouched, so scaling never rolls the Pods;
 //   - the Pod template: labels (exact), annotations (exact, after merging),
 //     the function container's image, env (order included) and resources
-//     (semantic quantities), and every other field desired sets (probes,
-//     security contexts, volumes, mounts, service account, …) compared with
-//     live after API defaulting. When it differs the whole Pod spec is
+//     (semantic quantities), the Pod's and the container's security context
+//     (exact), and every other field desired sets (probes, volumes, mounts,
+//     service account, …) compared with live after API defaulting. When it differs the whole Pod spec is
 //     replaced, as 1.8.4 does.
 //
 // Template annotations: live's are kept (kubectl.kubernetes.io/restartedAt
@@ -103,7 +103,8 @@ func annotationKeys(record string) map[string]bool {
 }
 
 // podSpecDiffers compares the function container exactly where 1.8.4 does
-// (image, env, resources) and everything else desired sets by coverage.
+// (image, env, resources), both security contexts exactly, and everything
+// else desired sets by coverage.
 func podSpecDiffers(live, desired *corev1.PodSpec) bool {
 	if len(live.Containers) != len(desired.Containers) {
 		return true
@@ -117,13 +118,34 @@ func podSpecDiffers(live, desired *corev1.PodSpec) bool {
 			return true
 		}
 	}
-	// procMount is dropped by API servers with the ProcMountType gate off;
-	// comparing it could update forever.
-	d := desired.DeepCopy()
-	for i := range d.Containers {
-		if sc := d.Containers[i].SecurityContext; sc != nil {
-			sc.ProcMount = nil
+	// A field removed from spec.podSecurityContext or
+	// spec.containerSecurityContext must leave the Pods, which coverage
+	// would not see: both are compared exactly.
+	if !equality.Semantic.DeepEqual(live.SecurityContext, desired.SecurityContext) {
+		return true
+	}
+	for i := range desired.Containers {
+		l, d := live.Containers[i].SecurityContext, desired.Containers[i].SecurityContext
+		if !equality.Semantic.DeepEqual(withoutProcMount(l, l), withoutProcMount(d, l)) {
+			return true
 		}
 	}
+	d := desired.DeepCopy()
+	d.SecurityContext = nil
+	for i := range d.Containers {
+		d.Containers[i].SecurityContext = nil
+	}
 	return !coveredBy(d, live)
+}
+
+// withoutProcMount is sc without procMount when live has none: API servers
+// with the ProcMountType gate off drop it, and comparing it would update
+// forever.
+func withoutProcMount(sc, live *corev1.SecurityContext) *corev1.SecurityContext {
+	if sc == nil || (live != nil && live.ProcMount != nil) {
+		return sc
+	}
+	sc = sc.DeepCopy()
+	sc.ProcMount = nil
+	return sc
 }

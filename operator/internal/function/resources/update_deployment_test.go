@@ -60,6 +60,12 @@ func stored(desired *appsv1.Deployment) *appsv1.Deployment {
 	return d
 }
 
+// withSecurityContexts sets both of release 1.13's security context fields.
+func withSecurityContexts(fn *v1alpha2.Function) {
+	fn.Spec.PodSecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000)}
+	fn.Spec.ContainerSecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}
+}
+
 func TestUpdateDeployment(t *testing.T) {
 	build := func(mutate ...func(*v1alpha2.Function)) *appsv1.Deployment {
 		return Deployment(inputs(newFunction(v1alpha2.RuntimePython312, append([]func(*v1alpha2.Function){func(fn *v1alpha2.Function) {
@@ -224,6 +230,25 @@ func TestUpdateDeployment(t *testing.T) {
 			check: func(t *testing.T, got *appsv1.Deployment) {
 				assert.Equal(t, "x", got.Spec.Template.Labels["tier"])
 			}},
+		{name: "pod security context set: update", live: func() *appsv1.Deployment { return stored(base) },
+			desired: build(withSecurityContexts), update: true,
+			check: func(t *testing.T, got *appsv1.Deployment) {
+				assert.Equal(t, ptr.To[int64](2000), got.Spec.Template.Spec.SecurityContext.FSGroup)
+				assert.Equal(t, ptr.To(true), got.Spec.Template.Spec.Containers[0].SecurityContext.RunAsNonRoot)
+			}},
+		{name: "security contexts unchanged: no-op", live: func() *appsv1.Deployment { return stored(build(withSecurityContexts)) },
+			desired: build(withSecurityContexts)},
+		{name: "security context field removed from the spec: update", live: func() *appsv1.Deployment { return stored(build(withSecurityContexts)) },
+			desired: base, update: true,
+			check: func(t *testing.T, got *appsv1.Deployment) {
+				assert.Nil(t, got.Spec.Template.Spec.SecurityContext.FSGroup)
+				assert.Nil(t, got.Spec.Template.Spec.Containers[0].SecurityContext.RunAsNonRoot)
+			}},
+		{name: "procMount set by the spec, dropped by the API server: no-op", live: func() *appsv1.Deployment {
+			d := stored(build(withSecurityContexts))
+			d.Spec.Template.Spec.Containers[0].SecurityContext.ProcMount = nil
+			return d
+		}, desired: build(withSecurityContexts)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/charts"
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/render"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
@@ -186,9 +187,9 @@ func TestChartFacts(t *testing.T) {
 	pvc := byName(objs, "PersistentVolumeClaim", "serverless-docker-registry")
 	size, _, _ := unstructured.NestedString(pvc.Object, "spec", "resources", "requests", "storage")
 	assert.Equal(t, "30Gi", size, "an existing volume keeps its size")
-	for _, rt := range []string{"nodejs20", "nodejs22", "python312"} {
-		df := byName(objs, "ConfigMap", "dockerfile-"+rt).Object["data"].(map[string]any)["Dockerfile"].(string)
-		assert.True(t, strings.HasPrefix(df, "ARG base_image=europe-docker.pkg.dev/kyma-project/prod/function-runtime-"+rt+":1.8.4\n"), rt)
+	for _, rt := range v1alpha2.Runtimes() {
+		df := byName(objs, "ConfigMap", "dockerfile-"+string(rt)).Object["data"].(map[string]any)["Dockerfile"].(string)
+		assert.True(t, strings.HasPrefix(df, "ARG base_image=europe-docker.pkg.dev/kyma-project/prod/function-runtime-"+string(rt)+":1.13.0\n"), rt)
 	}
 
 	objs = vs[5].render(t, r) // replicas 2
