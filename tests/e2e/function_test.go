@@ -63,8 +63,9 @@ func startFunctionController(t *testing.T) *fnEnv {
 	return runFunctionController(t, e)
 }
 
-// runFunctionController runs the Function controller of the installed module.
-func runFunctionController(t *testing.T, e *env) *fnEnv {
+// runFunctionController runs the Function controller of the installed
+// module, with extraEnv added to its Deployment's.
+func runFunctionController(t *testing.T, e *env, extraEnv ...string) *fnEnv {
 	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
@@ -76,7 +77,7 @@ func runFunctionController(t *testing.T, e *env) *fnEnv {
 	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
 	require.NoError(t, err)
 
-	fc, err := e.cluster.StartFunctionController(t.Context(), "function-controller-"+t.Name())
+	fc, err := e.cluster.StartFunctionController(t.Context(), "function-controller-"+t.Name(), extraEnv...)
 	require.NoError(t, err)
 	f := &fnEnv{env: e, fc: fc, fcs: fcs, jobs: watchJobs(t, wc)}
 	// Registered after startManager's cleanup, so it runs first: the

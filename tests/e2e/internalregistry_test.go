@@ -10,8 +10,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,11 +32,23 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/framework"
 	"github.com/kyma-project/serverless-manager/tests/framework/buildrun"
 	"github.com/kyma-project/serverless-manager/tests/framework/localnode"
 )
 
-func TestBuildsWithTheInternalRegistry(t *testing.T) {
+// internalRegistry is the module installed with its internal registry,
+// the registry and build Pods run here, and the Function controller with
+// the node's network.
+type internalRegistry struct {
+	*realBuilds
+	node        *localnode.Node
+	network     *localnode.Network
+	pushAddress string
+	auth        remote.Option
+}
+
+func startInternalRegistry(t *testing.T, controllerEnv ...string) *internalRegistry {
 	e := newEnv(t)
 	ctx := t.Context()
 	require.NoError(t, e.cluster.InstallManagerPrerequisites(ctx))
@@ -76,7 +91,60 @@ func TestBuildsWithTheInternalRegistry(t *testing.T) {
 	}
 	require.Equal(t, []string{pushAddress + "/stand-in/function-runtime-nodejs22:e2e"}, pushed)
 
-	b := &realBuilds{fnEnv: runFunctionController(t, e), runner: runner}
+	secret := &corev1.Secret{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName}, secret))
+	f := runFunctionController(t, e, append(network.Env(), controllerEnv...)...)
+	return &internalRegistry{realBuilds: &realBuilds{fnEnv: f, runner: runner}, node: node, network: network, pushAddress: pushAddress,
+		auth: remote.WithAuth(&authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])})}
+}
+
+// pushRef is an image the Deployment pulls (pull address) as the registry
+// behind the Service knows it.
+func (r *internalRegistry) pushRef(image string) name.Reference {
+	r.t.Helper()
+	secret := &corev1.Secret{}
+	require.NoError(r.t, r.c.Get(r.t.Context(), types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName}, secret))
+	pull := string(secret.Data["pullRegAddr"])
+	require.True(r.t, strings.HasPrefix(image, pull+"/"), "the Deployment pulls %s from the pull address %s", image, pull)
+	ref, err := name.ParseReference(r.pushAddress+strings.TrimPrefix(image, pull), name.Insecure)
+	require.NoError(r.t, err)
+	return ref
+}
+
+// stored lists repository → digests the registry holds by tag.
+func (r *internalRegistry) stored() (map[string][]string, error) {
+	reg, err := name.NewRegistry(r.pushAddress, name.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	opts := []remote.Option{remote.WithTransport(r.network.Transport()), r.auth}
+	repos, err := remote.Catalog(context.Background(), reg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, repo := range repos {
+		tags, err := remote.List(reg.Repo(repo), opts...)
+		if err != nil {
+			continue // a repository whose images all went answers "unknown"
+		}
+		for _, tag := range tags {
+			desc, err := remote.Head(reg.Repo(repo).Tag(tag), opts...)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(out[repo], desc.Digest.String()) {
+				out[repo] = append(out[repo], desc.Digest.String())
+			}
+		}
+		slices.Sort(out[repo])
+	}
+	return out, nil
+}
+
+func TestBuildsWithTheInternalRegistry(t *testing.T) {
+	b := startInternalRegistry(t)
+	ctx := t.Context()
 	fnNS := b.cluster.Namespace(t, "internalreg")
 	fn := inline(fnNS, "hello", v1alpha2.RuntimeNodejs22, "hello")
 	fn.Labels = map[string]string{buildrun.Label: buildrun.Value}
@@ -90,15 +158,74 @@ func TestBuildsWithTheInternalRegistry(t *testing.T) {
 
 	// Nodes pull it by the pull address; it is in the registry behind the
 	// Service, with the credentials of the registry Secret.
-	secret := &corev1.Secret{}
-	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName}, secret))
-	pull := string(secret.Data["pullRegAddr"])
-	require.True(t, strings.HasPrefix(image, pull+"/"), "the Deployment pulls %s from the pull address %s", image, pull)
-	ref, err := name.ParseReference(pushAddress+strings.TrimPrefix(image, pull), name.Insecure)
-	require.NoError(t, err)
-	_, err = remote.Get(ref, remote.WithTransport(network.Transport()),
-		remote.WithAuth(&authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}))
+	ref := b.pushRef(image)
+	_, err := remote.Get(ref, remote.WithTransport(b.network.Transport()), b.auth)
 	require.NoError(t, err, "the built image is in the internal registry")
-	_, err = remote.Get(ref, remote.WithTransport(network.Transport()))
+	_, err = remote.Get(ref, remote.WithTransport(b.network.Transport()))
 	require.Error(t, err, "the internal registry refuses anonymous pulls")
+}
+
+// The clean-up keeps exactly what is used: 20 Functions with the same
+// dependencies built, 8 deleted, 5 changed → the current images of 12, the
+// previous ones of the 5 changed, one dependency layer and the runtime base.
+func TestRegistryKeepsOnlyWhatIsUsed(t *testing.T) {
+	b := startInternalRegistry(t, "APP_REGISTRY_CLEANUP_DELAY=2s")
+	ctx := t.Context()
+	fnNS := b.cluster.Namespace(t, "cleanup")
+	deps := `{"name": "fn", "version": "1.0.0", "dependencies": {"is-number": "7.0.0"}}`
+	const total, deleted, changed = 20, 8, 5
+	names := make([]string, total)
+	for i := range names {
+		names[i] = fmt.Sprintf("fn-%02d", i)
+		fn := inline(fnNS, names[i], v1alpha2.RuntimeNodejs22, names[i])
+		fn.Labels = map[string]string{buildrun.Label: buildrun.Value}
+		fn.Spec.Source.Inline.Dependencies = deps
+		require.NoError(t, b.fcs.Create(ctx, fn))
+	}
+	first := map[string]string{}
+	for _, n := range names {
+		first[n] = b.runningDigest(fnNS, n, "")
+	}
+	for _, n := range names[:deleted] {
+		require.NoError(t, b.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: n}}))
+	}
+	for _, n := range names[deleted : deleted+changed] {
+		b.editFunction(fnNS, n, func(fn *v1alpha2.Function) {
+			fn.Spec.Source.Inline.Source = strings.Replace(fn.Spec.Source.Inline.Source, n, n+" again", 1)
+		})
+	}
+	want := map[string][]string{}
+	for i, n := range names[deleted:] {
+		repo, digests := fnNS+"-"+n, []string{resourcesDigest(first[n])}
+		if i < changed {
+			digests = append(digests, resourcesDigest(b.runningDigest(fnNS, n, first[n])))
+		}
+		slices.Sort(digests)
+		want[repo] = digests
+	}
+
+	var last map[string][]string
+	framework.WaitFor(t, 2*time.Minute, fmt.Sprintf("the registry to keep the current images of %d Functions and the previous ones of %d", total-deleted, changed),
+		func(context.Context) (bool, string, error) {
+			stored, err := b.stored()
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			last = stored
+			fns := map[string][]string{}
+			for repo, digests := range stored {
+				if strings.HasPrefix(repo, fnNS+"-") {
+					fns[repo] = digests
+				}
+			}
+			return reflect.DeepEqual(fns, want), fmt.Sprintf("Function images %v, want %v", fns, want), nil
+		})
+	assert.Len(t, last["serverless-dependencies"], 1, "one dependency layer, shared")
+	assert.Len(t, last["stand-in/function-runtime-nodejs22"], 1, "the runtime base builds use")
+	t.Logf("registry after the clean-up: %d repositories", len(last))
+}
+
+func resourcesDigest(image string) string {
+	_, digest, _ := strings.Cut(image, "@")
+	return digest
 }

@@ -38,8 +38,9 @@ type PodProcess struct {
 // its first container's command from bin/ with the container's env and
 // volumes (ConfigMaps kept in sync while it runs), its listen addresses on
 // free loopback ports and a kubeconfig of the Pod's ServiceAccount, logging
-// to <name>.log.
-func (c *Cluster) RunLikeDeployment(ctx context.Context, name, namespace, deployment string) (*PodProcess, error) {
+// to <name>.log. extraEnv is added, as what the Pod's node would give it
+// (e.g. the proxy that resolves Service names here).
+func (c *Cluster) RunLikeDeployment(ctx context.Context, name, namespace, deployment string, extraEnv ...string) (*PodProcess, error) {
 	dir, err := os.MkdirTemp("", "podrun-"+name+"-")
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func (c *Cluster) RunLikeDeployment(ctx context.Context, name, namespace, deploy
 		Name:    name,
 		Path:    plan.Path,
 		Args:    plan.Args,
-		Env:     append(append([]string{}, plan.Env...), "KUBECONFIG="+kubeconfig),
+		Env:     append(append(append([]string{}, plan.Env...), "KUBECONFIG="+kubeconfig), extraEnv...),
 		OnlyEnv: true,
 	})
 	if err != nil {
@@ -78,8 +79,8 @@ func (c *Cluster) RunLikeDeployment(ctx context.Context, name, namespace, deploy
 
 // StartFunctionController runs the Function controller as the chart's
 // Deployment configures it (the module must be installed).
-func (c *Cluster) StartFunctionController(ctx context.Context, name string) (*PodProcess, error) {
-	p, err := c.RunLikeDeployment(ctx, name, ManagerNamespace, FunctionControllerDeployment)
+func (c *Cluster) StartFunctionController(ctx context.Context, name string, extraEnv ...string) (*PodProcess, error) {
+	p, err := c.RunLikeDeployment(ctx, name, ManagerNamespace, FunctionControllerDeployment, extraEnv...)
 	if err != nil {
 		return nil, err
 	}
