@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 	"github.com/kyma-project/serverless-manager/tests/framework/buildrun"
 	"github.com/kyma-project/serverless-manager/tests/framework/localnode"
 )
@@ -101,4 +103,23 @@ func TestBuildsWithTheInternalRegistry(t *testing.T) {
 	require.NoError(t, err, "the built image is in the internal registry")
 	_, err = remote.Get(ref, remote.WithTransport(network.Transport()))
 	require.Error(t, err, "the internal registry refuses anonymous pulls")
+
+	// The registry-agent sidecar runs beside it on the same volume: it sees
+	// the stand-in, the Function's image and its kept dependency layer, and
+	// its GC, with nothing deleted, keeps every blob.
+	agent := &registryagent.Client{URL: "http://" + module.RegistryAgentServiceName + "." + ns + ".svc.cluster.local:5002",
+		Username: string(secret.Data["username"]), Password: string(secret.Data["password"]),
+		HTTP: &http.Client{Transport: network.Transport()}}
+	usage, err := agent.Usage(ctx)
+	require.NoError(t, err)
+	t.Logf("registry usage: %+v", usage)
+	assert.Equal(t, 3, usage.TaggedImages, "stand-in, Function image, dependency layer")
+	assert.Positive(t, usage.UsedBytes)
+	gc, err := agent.GC(ctx)
+	require.NoError(t, err)
+	t.Logf("registry GC: %+v", gc)
+	assert.Zero(t, gc.BlobsDeleted, "every blob belongs to a tagged image")
+	_, err = remote.Get(ref, remote.WithTransport(network.Transport()),
+		remote.WithAuth(&authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}))
+	require.NoError(t, err, "the built image still pulls after the GC")
 }
