@@ -2,8 +2,9 @@
 // what `make run` must really run (see tests/framework/localnode): the
 // chart's internal registry Deployment as a process (distribution from
 // bin/assets, its htpasswd written from the registry Secret as its init
-// container does, its volume the claim's host path), its Service name
-// reachable from build steps, build Pods of Functions labelled
+// container does, its volume the claim's host path, and its registry-agent
+// sidecar from bin/function-controller), its Service names reachable from
+// build steps, build Pods of Functions labelled
 // local.serverless.kyma-project.io/build=process run step by step, and
 // stand-ins for the runtime base images that the manager was pointed at in
 // the internal registry. It stays in the foreground until SIGINT/SIGTERM.
@@ -90,8 +91,9 @@ func run() error {
 		defer wg.Done()
 		keepStandIns(ctx, node, *namespace, logf)
 	}()
-	logf("running %s/%s and build Pods labelled for it; registry log: %s", *namespace, module.RegistryServiceName,
-		filepath.Join(node.LogDir, *namespace+"-"+module.RegistryServiceName+".log"))
+	logPrefix := filepath.Join(node.LogDir, *namespace+"-"+module.RegistryServiceName)
+	logf("running %s/%s and build Pods labelled for it; registry log: %s.log, its agent's: %s-registry-agent.log",
+		*namespace, module.RegistryServiceName, logPrefix, logPrefix)
 	go reportBuilds(ctx, runner.Results, logf)
 	wg.Wait()
 	return nil

@@ -11,6 +11,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -32,6 +33,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 	"github.com/kyma-project/serverless-manager/tests/framework/buildrun"
 	"github.com/kyma-project/serverless-manager/tests/framework/localnode"
@@ -46,6 +48,8 @@ type internalRegistry struct {
 	network     *localnode.Network
 	pushAddress string
 	auth        remote.Option
+	// agent is the registry-agent sidecar, reached through its Service.
+	agent *registryagent.Client
 }
 
 func startInternalRegistry(t *testing.T, controllerEnv ...string) *internalRegistry {
@@ -95,7 +99,10 @@ func startInternalRegistry(t *testing.T, controllerEnv ...string) *internalRegis
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName}, secret))
 	f := runFunctionController(t, e, append(network.Env(), controllerEnv...)...)
 	return &internalRegistry{realBuilds: &realBuilds{fnEnv: f, runner: runner}, node: node, network: network, pushAddress: pushAddress,
-		auth: remote.WithAuth(&authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])})}
+		auth: remote.WithAuth(&authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}),
+		agent: &registryagent.Client{URL: "http://" + module.RegistryAgentServiceName + "." + ns + ".svc.cluster.local:5002",
+			Username: string(secret.Data["username"]), Password: string(secret.Data["password"]),
+			HTTP: &http.Client{Transport: network.Transport()}}}
 }
 
 // pushRef is an image the Deployment pulls (pull address) as the registry
@@ -163,6 +170,21 @@ func TestBuildsWithTheInternalRegistry(t *testing.T) {
 	require.NoError(t, err, "the built image is in the internal registry")
 	_, err = remote.Get(ref, remote.WithTransport(b.network.Transport()))
 	require.Error(t, err, "the internal registry refuses anonymous pulls")
+
+	// The registry-agent sidecar runs beside it on the same volume: it sees
+	// the stand-in, the Function's image and its kept dependency layer, and
+	// its GC, with nothing deleted, keeps every blob.
+	usage, err := b.agent.Usage(ctx)
+	require.NoError(t, err)
+	t.Logf("registry usage: %+v", usage)
+	assert.Equal(t, 3, usage.TaggedImages, "stand-in, Function image, dependency layer")
+	assert.Positive(t, usage.UsedBytes)
+	gc, err := b.agent.GC(ctx)
+	require.NoError(t, err)
+	t.Logf("registry GC: %+v", gc)
+	assert.Zero(t, gc.BlobsDeleted, "every blob belongs to a tagged image")
+	_, err = remote.Get(ref, remote.WithTransport(b.network.Transport()), b.auth)
+	require.NoError(t, err, "the built image still pulls after the GC")
 }
 
 // The clean-up keeps exactly what is used: 20 Functions with the same

@@ -156,7 +156,11 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 
 	d := &appsv1.Deployment{}
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registryName}, d))
-	require.Len(t, d.Spec.Template.Spec.Containers, 1, "the registry runs the chart's container only")
+	var containers []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		containers = append(containers, c.Name)
+	}
+	require.Equal(t, []string{"registry", "registry-agent"}, containers, "the registry runs the chart's containers only")
 	assert.Equal(t, "data", d.Spec.Template.Spec.Volumes[0].Name)
 	assert.Equal(t, module.RegistryPVCName, d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName, "on the same claim")
 	e.requireConsistent(ctx, cr)

@@ -45,8 +45,8 @@ log:
   level: info
   formatter: text
 storage:
-  cache:
-    blobdescriptor: inmemory
+  delete:
+    enabled: true
   filesystem:
     rootdirectory: %s
 http:

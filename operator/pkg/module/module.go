@@ -108,4 +108,7 @@ const (
 	RegistryServiceName = "serverless-docker-registry"
 	// RegistryPVCName is the internal registry's volume.
 	RegistryPVCName = "serverless-docker-registry"
+	// RegistryAgentServiceName is the ClusterIP Service of the internal
+	// registry's registry-agent sidecar (port registryagent.Port).
+	RegistryAgentServiceName = "serverless-docker-registry-agent"
 )

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -83,17 +84,25 @@ func writeHtpasswd(_ context.Context, p *podrun.Plan) error {
 	return os.WriteFile(filepath.Join(data, "htpasswd"), line, 0o600)
 }
 
+// rerouteTicks is how many seconds a running Pod's Services are listed again after.
+const rerouteTicks = 10
+
 // restartDelay is how long a crashed or unstartable Pod waits before the
 // next try (kubelet's back-off starts at 10 s; shorter here for tests).
 const restartDelay = time.Second
 
 // RunDeployment runs the Deployment's Pod here until ctx ends: its init
-// containers in order, then its first container as a process (see podrun;
-// it gets no ServiceAccount token, so it is for Pods that do not talk to the
-// API server), its Services routed to it, its ConfigMap and Secret volumes
-// kept in sync. A Deployment that does not exist yet is waited for; a
-// changed Pod template starts a new Pod, as a rollout would; a crashed
-// process is started again.
+// containers in order, then every container as a process (see podrun; they
+// get no ServiceAccount token, so it is for Pods that do not talk to the API
+// server), each Service port routed to the container that serves its target
+// port, its ConfigMap and Secret volumes kept in sync. A Deployment that
+// does not exist yet is waited for; a changed Pod template starts a new Pod,
+// as a rollout would; a crashed container stops the others and the Pod
+// starts again (kubelet would restart that container alone).
+//
+// The containers share volumes by mount path (one directory per path under
+// the Pod's directory), which is right for Pods that mount a volume at the
+// same path wherever they share it, as the chart's do.
 func (n *Node) RunDeployment(ctx context.Context, namespace, name string) {
 	for ctx.Err() == nil {
 		rolled, err := n.runPod(ctx, namespace, name)
@@ -113,6 +122,13 @@ func (n *Node) report(err error) {
 	if n.Report != nil {
 		n.Report(err)
 	}
+}
+
+// container is a container of the Pod running as a process.
+type container struct {
+	name string
+	plan *podrun.Plan
+	proc *framework.Process
 }
 
 // runPod runs one Pod of the Deployment; rolled says its template changed.
@@ -135,33 +151,53 @@ func (n *Node) runPod(ctx context.Context, namespace, name string) (rolled bool,
 			return false, fmt.Errorf("init container %s: %w", init.Name, err)
 		}
 	}
-	spec.Container = ""
-	plan, err := podrun.Prepare(ctx, n.Client, spec)
-	if err != nil {
-		return false, err
-	}
-	proc, err := framework.StartProcess(framework.ProcessSpec{Name: namespace + "-" + name, Path: plan.Path, Args: plan.Args,
-		Env: plan.Env, OnlyEnv: true, LogDir: n.LogDir})
-	if err != nil {
-		return false, err
-	}
+	var running []container
 	defer func() {
-		for _, addr := range plan.Ports {
-			n.Network.Forget(addr)
+		for _, c := range running {
+			for _, addr := range c.plan.Ports {
+				n.Network.Forget(addr)
+			}
+			err = errors.Join(err, c.proc.Stop())
 		}
-		err = errors.Join(err, proc.Stop())
 	}()
+	// The Pod's ports, whichever container listens on them (one network
+	// namespace: no two containers share a port).
+	byNumber, byName := map[int32]string{}, map[string]string{}
+	for i, ctr := range d.Spec.Template.Spec.Containers {
+		spec.Container = ctr.Name
+		plan, err := podrun.Prepare(ctx, n.Client, spec)
+		if err != nil {
+			return false, fmt.Errorf("container %s: %w", ctr.Name, err)
+		}
+		if plan.InProcess != nil {
+			return false, fmt.Errorf("container %s: its image runs only as an init container here", ctr.Name)
+		}
+		// The first container's log keeps the Deployment's name.
+		procName := namespace + "-" + name
+		if i > 0 {
+			procName += "-" + ctr.Name
+		}
+		proc, err := framework.StartProcess(framework.ProcessSpec{Name: procName, Path: plan.Path, Args: plan.Args,
+			Env: plan.Env, OnlyEnv: true, LogDir: n.LogDir})
+		if err != nil {
+			return false, fmt.Errorf("container %s: %w", ctr.Name, err)
+		}
+		running = append(running, container{name: ctr.Name, plan: plan, proc: proc})
+		maps.Copy(byNumber, plan.Ports)
+		maps.Copy(byName, plan.Addresses)
+	}
 	syncCtx, stopSync := context.WithCancel(ctx)
 	defer stopSync()
-	go plan.Keep(syncCtx, n.Client, time.Second, n.report)
+	go n.keepVolumes(syncCtx, running)
 
 	routed := false
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for {
-		if !routed {
-			// Services are routed once they exist (a chart may apply them later).
-			routed, err = n.route(ctx, d, plan)
+	for ticks := 0; ; ticks++ {
+		// Services are routed once they exist (a chart may apply them later),
+		// and looked at again now and then for one that came later still.
+		if !routed || ticks%rerouteTicks == 0 {
+			routed, err = n.route(ctx, d, byNumber, byName)
 			if err != nil {
 				n.report(err)
 			}
@@ -171,16 +207,38 @@ func (n *Node) runPod(ctx context.Context, namespace, name string) (rolled bool,
 			return false, nil
 		case <-tick.C:
 		}
-		if exited, exitErr := proc.Exited(); exited {
-			return false, fmt.Errorf("%s exited (%v); its log's end:\n%s", plan.Path, exitErr, proc.Tail(20))
+		for _, c := range running {
+			if exited, exitErr := c.proc.Exited(); exited {
+				return false, fmt.Errorf("container %s (%s) exited (%v); its log's end:\n%s", c.name, c.plan.Path, exitErr, c.proc.Tail(20))
+			}
 		}
-		changed, err := plan.Rolled(ctx, n.Client)
+		changed, err := running[0].plan.Rolled(ctx, n.Client)
 		if err != nil {
 			n.report(err) // e.g. the API server restarting: the Pod stays
 			continue
 		}
 		if changed {
 			return true, nil
+		}
+	}
+}
+
+// keepVolumes syncs the containers' ConfigMap and Secret volumes every
+// second, one container after the other: containers that mount the same
+// volume write the same directory, never at the same time.
+func (n *Node) keepVolumes(ctx context.Context, running []container) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, c := range running {
+			if _, err := c.plan.Sync(ctx, n.Client); err != nil && ctx.Err() == nil {
+				n.report(err)
+			}
 		}
 	}
 }
@@ -214,15 +272,16 @@ func (n *Node) runToCompletion(ctx context.Context, spec podrun.Spec) error {
 	}
 }
 
-// route sends the namespace's Services that select the Pod to its process.
-func (n *Node) route(ctx context.Context, d *appsv1.Deployment, plan *podrun.Plan) (bool, error) {
+// route sends the namespace's Services that select the Pod to the
+// processes serving their target ports.
+func (n *Node) route(ctx context.Context, d *appsv1.Deployment, byNumber map[int32]string, byName map[string]string) (bool, error) {
 	var services corev1.ServiceList
 	if err := n.Client.List(ctx, &services, client.InNamespace(d.Namespace)); err != nil {
 		return false, fmt.Errorf("listing Services in %s: %w", d.Namespace, err)
 	}
 	routed := false
 	for i := range services.Items {
-		if n.Network.RouteService(&services.Items[i], d.Spec.Template.Labels, plan.Ports, plan.Addresses) {
+		if n.Network.RouteService(&services.Items[i], d.Spec.Template.Labels, byNumber, byName) {
 			routed = true
 		}
 	}

@@ -152,7 +152,7 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	for _, ctr := range reg.Spec.Template.Spec.Containers {
 		names = append(names, ctr.Name)
 	}
-	assert.Equal(t, []string{"registry"}, names, "upstream's container docker-registry is replaced, not kept beside")
+	assert.Equal(t, []string{"registry", "registry-agent"}, names, "upstream's container docker-registry is replaced, not kept beside; the chart's sidecar is added")
 	svc := &corev1.Service{}
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "serverless-controller-manager"}, svc))
 	require.Len(t, svc.Spec.Ports, 1, "upstream's https port is gone")

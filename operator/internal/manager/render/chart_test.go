@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,8 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
@@ -184,6 +187,38 @@ func TestChartFacts(t *testing.T) {
 	assert.EqualValues(t, 32140, ports[0].(map[string]any)["nodePort"], "NodePort and pull address come from one value")
 	pull, _, _ := unstructured.NestedString(secret.Object, "data", "pullRegAddr")
 	assert.Equal(t, "bG9jYWxob3N0OjMyMTQw", pull) // localhost:32140
+	require.Len(t, ports, 1, "the registry's NodePort Service exposes the registry only")
+	assert.EqualValues(t, 5000, ports[0].(map[string]any)["targetPort"])
+	agentSvc := byName(objs, "Service", module.RegistryAgentServiceName)
+	assert.Equal(t, "ClusterIP", agentSvc.Object["spec"].(map[string]any)["type"], "nodes have no business with the agent")
+	agentPorts, _, _ := unstructured.NestedSlice(agentSvc.Object, "spec", "ports")
+	require.Len(t, agentPorts, 1)
+	assert.Equal(t, registryagent.PortName, agentPorts[0].(map[string]any)["name"])
+	assert.EqualValues(t, registryagent.Port, agentPorts[0].(map[string]any)["port"])
+	assert.EqualValues(t, registryagent.Port, agentPorts[0].(map[string]any)["targetPort"])
+	reg := byName(objs, "Deployment", "serverless-docker-registry")
+	podSpec, _, _ := unstructured.NestedMap(reg.Object, "spec", "template", "spec")
+	assert.Equal(t, false, podSpec["automountServiceAccountToken"], "neither container talks to the API server")
+	containers := podSpec["containers"].([]any)
+	require.Len(t, containers, 2)
+	agent := containers[1].(map[string]any)
+	assert.Equal(t, "registry-agent", agent["name"])
+	assert.Equal(t, []any{"/function-controller", "registry-agent"}, agent["command"])
+	agentEnv := map[string]string{}
+	for _, e := range agent["env"].([]any) {
+		agentEnv[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"].(string)
+	}
+	assert.Equal(t, map[string]string{
+		registryagent.EnvAddress:        fmt.Sprintf(":%d", registryagent.Port),
+		registryagent.EnvStorageRoot:    registryagent.DefaultStorageRoot,
+		registryagent.EnvCredentialsDir: registryagent.DefaultCredentialsDir,
+	}, agentEnv)
+	regConfig := byName(objs, "ConfigMap", "serverless-docker-registry-config").Object["data"].(map[string]any)["config.yml"].(string)
+	var parsed map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(regConfig), &parsed))
+	storage := parsed["storage"].(map[string]any)
+	assert.Equal(t, map[string]any{"enabled": true}, storage["delete"], "manifests are deleted through the API")
+	assert.NotContains(t, storage, "cache", "a cached descriptor would outlive a GC'd blob")
 	pvc := byName(objs, "PersistentVolumeClaim", "serverless-docker-registry")
 	size, _, _ := unstructured.NestedString(pvc.Object, "spec", "resources", "requests", "storage")
 	assert.Equal(t, "30Gi", size, "an existing volume keeps its size")
