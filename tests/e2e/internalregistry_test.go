@@ -100,7 +100,7 @@ func startInternalRegistry(t *testing.T, controllerEnv ...string) *internalRegis
 	f := runFunctionController(t, e, append(network.Env(), controllerEnv...)...)
 	return &internalRegistry{realBuilds: &realBuilds{fnEnv: f, runner: runner}, node: node, network: network, pushAddress: pushAddress,
 		auth: remote.WithAuth(&authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}),
-		agent: &registryagent.Client{URL: "http://" + module.RegistryAgentServiceName + "." + ns + ".svc.cluster.local:5002",
+		agent: &registryagent.Client{URL: registryagent.URL(ns),
 			Username: string(secret.Data["username"]), Password: string(secret.Data["password"]),
 			HTTP: &http.Client{Transport: network.Transport()}}}
 }
@@ -208,6 +208,8 @@ func TestRegistryKeepsOnlyWhatIsUsed(t *testing.T) {
 	for _, n := range names {
 		first[n] = b.runningDigest(fnNS, n, "")
 	}
+	before, err := b.agent.Usage(ctx)
+	require.NoError(t, err)
 	for _, n := range names[:deleted] {
 		require.NoError(t, b.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: n}}))
 	}
@@ -244,7 +246,21 @@ func TestRegistryKeepsOnlyWhatIsUsed(t *testing.T) {
 		})
 	assert.Len(t, last["serverless-dependencies"], 1, "one dependency layer, shared")
 	assert.Len(t, last["stand-in/function-runtime-nodejs22"], 1, "the runtime base builds use")
-	t.Logf("registry after the clean-up: %d repositories", len(last))
+	// The images' own layers left the volume (the garbage collection runs
+	// right after the deletes, in the same round).
+	var after registryagent.Usage
+	framework.WaitFor(t, time.Minute, "the registry's volume to shrink", func(ctx context.Context) (bool, string, error) {
+		after, err = b.agent.Usage(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return after.Manifests == after.TaggedImages, fmt.Sprintf("%d manifests stored, %d tagged images, %d bytes (%d before)",
+			after.Manifests, after.TaggedImages, after.UsedBytes, before.UsedBytes), nil
+	})
+	t.Logf("registry: %d images, %d bytes before; %d images, %d bytes after the clean-up", before.TaggedImages, before.UsedBytes, after.TaggedImages, after.UsedBytes)
+	// Each Function image has three blobs of its own (source layer, config,
+	// manifest); the base and the dependency layer are shared.
+	assert.Equal(t, before.Blobs+3*changed-3*deleted, after.Blobs, "the changed Functions' new blobs came, the deleted Functions' went")
 }
 
 func resourcesDigest(image string) string {

@@ -8,10 +8,18 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // ErrBusy is returned by Client.GC while another GC runs.
 var ErrBusy = errors.New("a garbage collection is already running")
+
+// URL is the agent's base URL in a cluster: its Service in the module's
+// namespace.
+func URL(namespace string) string {
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", module.RegistryAgentServiceName, namespace, Port)
+}
 
 // Client calls a registry agent.
 type Client struct {

@@ -68,9 +68,12 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// GC runs distribution's mark-and-sweep on the storage root, deleting
-// manifests no tag points to and blobs no remaining manifest references,
-// and counts what it removed. No push may run meanwhile (package doc).
+// GC runs distribution's mark-and-sweep on the storage root, deleting the
+// blobs no remaining manifest references, and counts what it removed. No
+// push may run meanwhile (package doc). Untagged manifests stay: a rebuild
+// that moves a tag to a new digest leaves the old digest untagged while a
+// ReplicaSet may still run it by tag@digest; the Function controller
+// deletes manifests by digest when nothing refers to them.
 func GC(ctx context.Context, root string) (GCResult, error) {
 	start := time.Now()
 	before, err := walk(root)
@@ -90,7 +93,7 @@ func GC(ctx context.Context, root string) (GCResult, error) {
 		return GCResult{}, fmt.Errorf("opening the registry storage at %s: %w", root, err)
 	}
 	// Quiet: otherwise it prints every blob it marks on stdout.
-	if err := storage.MarkAndSweep(ctx, driver, reg, storage.GCOpts{RemoveUntagged: true, Quiet: true}); err != nil {
+	if err := storage.MarkAndSweep(ctx, driver, reg, storage.GCOpts{RemoveUntagged: false, Quiet: true}); err != nil {
 		return GCResult{}, fmt.Errorf("garbage collecting %s: %w", root, err)
 	}
 	after, err := walk(root)

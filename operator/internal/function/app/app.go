@@ -30,6 +30,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/reconciler"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 // DefaultWorkers is how many Functions are reconciled at once. The build
@@ -125,8 +126,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	}
 	cleaner := cleanup.New(cleanup.Cleaner{
 		Reader: mgr.GetClient(), API: mgr.GetAPIReader(), Informers: mgr.GetCache(), Builds: slots,
-		Connect: func(address string, auth authn.Authenticator, insecure bool) (cleanup.Registry, error) {
-			return cleanup.NewRemoteRegistry(address, auth, insecure, nil)
+		Connect: func(address string, creds authn.Basic, insecure bool) (cleanup.Registry, cleanup.GarbageCollector, error) {
+			reg, err := cleanup.NewRemoteRegistry(address, &creds, insecure, nil)
+			agent := &registryagent.Client{URL: registryagent.URL(opts.Config.BaseNamespace), Username: creds.Username, Password: creds.Password}
+			return reg, agent, err
 		},
 		Config: &opts.Config, Delay: opts.Config.RegistryCleanupDelay, Interval: opts.Config.RegistryCleanupInterval,
 		PauseFor: registryCleanupPauseFor, Log: mgr.GetLogger().WithName("registry-cleanup"),

@@ -35,6 +35,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
+	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 // Informers gives the cache's informers.
@@ -47,27 +48,27 @@ type Builds interface {
 	Pause(ctx context.Context) (resume func(), err error)
 }
 
-// GarbageCollector reclaims the blobs no manifest refers to any more.
+// GarbageCollector reclaims the blobs no manifest refers to any more (the
+// registry's agent sidecar).
 type GarbageCollector interface {
-	GC(ctx context.Context) (GCResult, error)
+	GC(ctx context.Context) (registryagent.GCResult, error)
 }
 
-// GCResult is what a garbage collection freed.
-type GCResult struct {
-	BytesBefore, BytesAfter int64
-}
-
-// Connect opens the registry named by the registry Secret's address with
-// its credentials.
-type Connect func(address string, auth authn.Authenticator, insecure bool) (Registry, error)
+// Connect opens the registry at the registry Secret's push address with
+// its credentials, and its garbage collector (nil: none, deleted images
+// then free their space only when the registry collects by other means).
+type Connect func(address string, creds authn.Basic, insecure bool) (Registry, GarbageCollector, error)
 
 // Result is what a round did.
 type Result struct {
 	// Skipped says why nothing was done ("" when the round ran).
 	Skipped          string
 	Kept, Deleted    []Image
-	GC               *GCResult
+	GC               *registryagent.GCResult
 	PausedFor, Total time.Duration
+	// Again asks for another round: images were kept only for Pods of
+	// Deployments that went (ReplicaSets are not watched).
+	Again bool
 }
 
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list
@@ -84,10 +85,7 @@ type Cleaner struct {
 	Informers Informers
 	Builds    Builds
 	Connect   Connect
-	// GC may be nil: deleted images then free their space only when the
-	// registry collects garbage by other means.
-	GC     GarbageCollector
-	Config *config.Config
+	Config    *config.Config
 	// Delay after a trigger, Interval between rounds regardless, PauseFor
 	// the longest wait for running builds.
 	Delay, Interval, PauseFor time.Duration
@@ -95,6 +93,9 @@ type Cleaner struct {
 
 	trigger chan struct{}
 }
+
+// maxAgain bounds the rounds asked for in a row by Result.Again.
+const maxAgain = 30
 
 // Trigger asks for a round after the delay.
 func (c *Cleaner) Trigger() {
@@ -130,6 +131,7 @@ func (c *Cleaner) Start(ctx context.Context) error {
 	interval := time.NewTimer(c.Interval)
 	defer interval.Stop()
 	var delay <-chan time.Time
+	again := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -155,6 +157,13 @@ func (c *Cleaner) Start(ctx context.Context) error {
 				kv = append(kv, "bytesBefore", res.GC.BytesBefore, "bytesAfter", res.GC.BytesAfter)
 			}
 			c.Log.Info("registry clean-up", kv...)
+		}
+		// Bounded: ReplicaSets that outlive their Deployment for long (an
+		// orphaning delete) are left to the interval.
+		if again = again + 1; !res.Again {
+			again = 0
+		} else if again <= maxAgain {
+			c.Trigger()
 		}
 		interval.Reset(c.Interval)
 	}
@@ -182,7 +191,7 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 	if !reg.Internal {
 		return Result{Skipped: "the Function registry is external"}, nil
 	}
-	registry, err := c.Connect(reg.PushAddress, &authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])},
+	registry, gc, err := c.Connect(reg.PushAddress, authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])},
 		buildflags.Parse(c.Config.Build.ExecutorArgs).Insecure)
 	if err != nil {
 		return Result{}, err
@@ -199,7 +208,7 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 	defer resume()
 
 	// 3. keep
-	keep, err := c.keepRefs(ctx, reg.PushAddress, reg.PullAddress)
+	keep, going, err := c.keepRefs(ctx, reg.PushAddress, reg.PullAddress)
 	if err != nil {
 		return Result{}, err
 	}
@@ -209,19 +218,19 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	kept, deleted := Plan(stored, keep, resources.DependencyCacheRepository)
-	res := Result{Kept: kept, Deleted: deleted}
+	res := Result{Kept: kept, Deleted: deleted, Again: going}
 	for _, img := range deleted {
 		if err := registry.Delete(ctx, img); err != nil {
 			return res, err
 		}
 	}
 	// 5. collect
-	if c.GC != nil && len(deleted) > 0 {
-		gc, err := c.GC.GC(ctx)
+	if gc != nil && len(deleted) > 0 {
+		collected, err := gc.GC(ctx)
 		if err != nil {
 			return res, fmt.Errorf("registry garbage collection: %w", err)
 		}
-		res.GC = &gc
+		res.GC = &collected
 	}
 	res.PausedFor, res.Total = time.Since(paused), time.Since(start)
 	return res, nil

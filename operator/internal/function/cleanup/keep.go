@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
@@ -21,9 +23,10 @@ import (
 const revisionAnnotation = "deployment.kubernetes.io/revision"
 
 // keepRefs are the images of the registry (known by addresses) that
-// cluster objects refer to.
-func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) ([]Ref, error) {
-	var refs []Ref
+// cluster objects refer to. going tells that some are held only by
+// ReplicaSets of Deployments that went (their Pods still terminate): a
+// later round can delete them.
+func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) (refs []Ref, going bool, err error) {
 	add := func(image string) {
 		if r, ok := ParseRef(image, addresses...); ok {
 			refs = append(refs, r)
@@ -33,23 +36,28 @@ func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) ([]Ref, err
 
 	var deployments appsv1.DeploymentList
 	if err := c.Reader.List(ctx, &deployments, managed); err != nil {
-		return nil, fmt.Errorf("listing Function Deployments: %w", err)
+		return nil, false, fmt.Errorf("listing Function Deployments: %w", err)
 	}
+	owners := map[types.UID]bool{}
 	for i := range deployments.Items {
 		podImages(&deployments.Items[i].Spec.Template.Spec, add)
+		owners[deployments.Items[i].UID] = deployments.Items[i].DeletionTimestamp == nil
 	}
 
 	var replicaSets appsv1.ReplicaSetList
 	if err := c.API.List(ctx, &replicaSets, managed); err != nil {
-		return nil, fmt.Errorf("listing the ReplicaSets of Function Deployments: %w", err)
+		return nil, false, fmt.Errorf("listing the ReplicaSets of Function Deployments: %w", err)
 	}
 	for _, rs := range rollbackTargets(replicaSets.Items) {
 		podImages(&rs.Spec.Template.Spec, add)
+		if owner := metav1.GetControllerOf(rs); rs.DeletionTimestamp != nil || (owner != nil && !owners[owner.UID]) {
+			going = true
+		}
 	}
 
 	var jobs batchv1.JobList
 	if err := c.Reader.List(ctx, &jobs, managed); err != nil {
-		return nil, fmt.Errorf("listing build Jobs: %w", err)
+		return nil, false, fmt.Errorf("listing build Jobs: %w", err)
 	}
 	for i := range jobs.Items {
 		if d := resources.JobDestination(&jobs.Items[i]); d != "" {
@@ -59,7 +67,7 @@ func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) ([]Ref, err
 
 	var fns v1alpha2.FunctionList
 	if err := c.Reader.List(ctx, &fns); err != nil {
-		return nil, fmt.Errorf("listing Functions: %w", err)
+		return nil, false, fmt.Errorf("listing Functions: %w", err)
 	}
 	for i := range fns.Items {
 		if o := fns.Items[i].Spec.RuntimeImageOverride; o != "" {
@@ -70,14 +78,14 @@ func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) ([]Ref, err
 	var runtimes corev1.ConfigMapList
 	if err := c.Reader.List(ctx, &runtimes, client.InNamespace(c.Config.BaseNamespace),
 		client.MatchingLabels{v1alpha2.LabelConfig: v1alpha2.ConfigRuntime}); err != nil {
-		return nil, fmt.Errorf("listing runtime ConfigMaps: %w", err)
+		return nil, false, fmt.Errorf("listing runtime ConfigMaps: %w", err)
 	}
 	for i := range runtimes.Items {
 		if base, err := build.BaseImageOf(runtimes.Items[i].Data["Dockerfile"]); err == nil {
 			add(base)
 		}
 	}
-	return refs, nil
+	return refs, going, nil
 }
 
 func podImages(spec *corev1.PodSpec, add func(string)) {
@@ -106,10 +114,8 @@ func rollbackTargets(all []appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 			out = append(out, rs)
 		}
 		owner := ""
-		for _, ref := range rs.OwnerReferences {
-			if ref.Controller != nil && *ref.Controller {
-				owner = string(ref.UID)
-			}
+		if ref := metav1.GetControllerOf(rs); ref != nil {
+			owner = string(ref.UID)
 		}
 		byOwner[owner] = append(byOwner[owner], rs)
 	}
