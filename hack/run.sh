@@ -89,7 +89,11 @@ grep -q "pushed runtime stand-ins" "$NLOG" || { tail -n 30 "$NLOG"; log "the int
 # sync, so log level changes apply), its ServiceAccount, loopback ports.
 CLOG=$ROOT/.cluster/logs/function-controller.log
 log "starting the Function controller like its Deployment (log: $CLOG)"
-bin/podrun -namespace "$NS" -deployment serverless-ctrl-mngr >"$CLOG" 2>&1 &
+# It reaches the internal registry (clean-up) by its Service name through
+# localnode's proxy, as through cluster DNS.
+PROXY=$(sed -n 's/^.*Service names resolve through the proxy \(http:[^ ]*\)$/\1/p' "$NLOG" | tail -n 1)
+bin/podrun -namespace "$NS" -deployment serverless-ctrl-mngr \
+  -env "HTTP_PROXY=$PROXY" -env "HTTPS_PROXY=$PROXY" >"$CLOG" 2>&1 &
 CONTROLLER=$!
 health=
 for _ in $(seq 1 120); do

@@ -92,6 +92,7 @@ func run() error {
 		keepStandIns(ctx, node, *namespace, logf)
 	}()
 	logPrefix := filepath.Join(node.LogDir, *namespace+"-"+module.RegistryServiceName)
+	logf("Service names resolve through the proxy %s", network.URL())
 	logf("running %s/%s and build Pods labelled for it; registry log: %s.log, its agent's: %s-registry-agent.log",
 		*namespace, module.RegistryServiceName, logPrefix, logPrefix)
 	go reportBuilds(ctx, runner.Results, logf)

@@ -51,6 +51,8 @@ func run() error {
 	deployment := flag.String("deployment", framework.FunctionControllerDeployment, "the Deployment whose container to run")
 	container := flag.String("container", "", "the container (default: the first)")
 	dir := flag.String("dir", "", "where the volumes go (default: .cluster/podrun/<deployment>)")
+	var extraEnv envFlags
+	flag.Var(&extraEnv, "env", "NAME=value added to the container's environment, as the node would (repeatable; e.g. the HTTP_PROXY of hack/localnode)")
 	flag.Parse()
 	if *dir == "" {
 		*dir = filepath.Join(root, ".cluster", "podrun", *deployment)
@@ -73,7 +75,7 @@ func run() error {
 	for {
 		rolled, err := runPod(ctx, c, root, podrun.Spec{
 			Namespace: *namespace, Deployment: *deployment, Container: *container, BinDir: filepath.Join(root, "bin"), Dir: *dir,
-		})
+		}, extraEnv)
 		if !rolled {
 			return err
 		}
@@ -90,7 +92,7 @@ const rolloutCheck = time.Second
 // runPod runs the container as one Pod of the Deployment would, until the
 // process exits, ctx ends or the Pod template changes (rolled is true: the
 // process was stopped and a new Pod is due).
-func runPod(ctx context.Context, c client.Client, root string, spec podrun.Spec) (rolled bool, err error) {
+func runPod(ctx context.Context, c client.Client, root string, spec podrun.Spec, extraEnv []string) (rolled bool, err error) {
 	if err := os.RemoveAll(spec.Dir); err != nil {
 		return false, err
 	}
@@ -109,7 +111,7 @@ func runPod(ctx context.Context, c client.Client, root string, spec podrun.Spec)
 
 	// A Pod gets only its container's environment.
 	cmd := exec.Command(plan.Path, plan.Args...)
-	cmd.Env = append(append([]string{}, plan.Env...), "KUBECONFIG="+strings.TrimSpace(string(out)))
+	cmd.Env = append(append(append([]string{}, plan.Env...), "KUBECONFIG="+strings.TrimSpace(string(out))), extraEnv...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return false, err
@@ -164,4 +166,17 @@ func ignoreSignalled(err error) error {
 		}
 	}
 	return err
+}
+
+// envFlags collects repeated -env NAME=value flags.
+type envFlags []string
+
+func (e *envFlags) String() string { return strings.Join(*e, ",") }
+
+func (e *envFlags) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return fmt.Errorf("%q: want NAME=value", v)
+	}
+	*e = append(*e, v)
+	return nil
 }

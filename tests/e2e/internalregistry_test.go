@@ -11,6 +11,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -188,8 +189,9 @@ func TestBuildsWithTheInternalRegistry(t *testing.T) {
 }
 
 // The clean-up keeps exactly what is used: 20 Functions with the same
-// dependencies built, 8 deleted, 5 changed → the current images of 12, the
-// previous ones of the 5 changed, one dependency layer and the runtime base.
+// dependencies built, 8 deleted, 5 changed twice → the current images of
+// 12, the previous ones of the 5 changed (not their first), one dependency
+// layer and the runtime base.
 func TestRegistryKeepsOnlyWhatIsUsed(t *testing.T) {
 	b := startInternalRegistry(t, "APP_REGISTRY_CLEANUP_DELAY=2s")
 	ctx := t.Context()
@@ -210,19 +212,33 @@ func TestRegistryKeepsOnlyWhatIsUsed(t *testing.T) {
 	}
 	before, err := b.agent.Usage(ctx)
 	require.NoError(t, err)
+
+	// Nodes keep pulling the images that run while images are deleted and
+	// garbage is collected; the builds the edits start push meanwhile
+	// (they wait while a round runs).
+	pulls := b.pullLoop(names[deleted+changed:], first) // the Functions that keep their image
 	for _, n := range names[:deleted] {
 		require.NoError(t, b.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: n}}))
 	}
-	for _, n := range names[deleted : deleted+changed] {
+	// Changed twice: the first image goes, the second stays for a rollback.
+	edit := func(n, text string) {
 		b.editFunction(fnNS, n, func(fn *v1alpha2.Function) {
-			fn.Spec.Source.Inline.Source = strings.Replace(fn.Spec.Source.Inline.Source, n, n+" again", 1)
+			fn.Spec.Source.Inline.Source = strings.Replace(fn.Spec.Source.Inline.Source, `"`+n, `"`+n+text, 1)
 		})
+	}
+	second := map[string]string{}
+	for _, n := range names[deleted : deleted+changed] {
+		edit(n, " again")
+	}
+	for _, n := range names[deleted : deleted+changed] {
+		second[n] = b.runningDigest(fnNS, n, first[n])
+		edit(n, " and again")
 	}
 	want := map[string][]string{}
 	for i, n := range names[deleted:] {
 		repo, digests := fnNS+"-"+n, []string{resourcesDigest(first[n])}
 		if i < changed {
-			digests = append(digests, resourcesDigest(b.runningDigest(fnNS, n, first[n])))
+			digests = []string{resourcesDigest(second[n]), resourcesDigest(b.runningDigest(fnNS, n, second[n]))}
 		}
 		slices.Sort(digests)
 		want[repo] = digests
@@ -258,9 +274,82 @@ func TestRegistryKeepsOnlyWhatIsUsed(t *testing.T) {
 			after.Manifests, after.TaggedImages, after.UsedBytes, before.UsedBytes), nil
 	})
 	t.Logf("registry: %d images, %d bytes before; %d images, %d bytes after the clean-up", before.TaggedImages, before.UsedBytes, after.TaggedImages, after.UsedBytes)
+	n, failures := pulls()
+	assert.Empty(t, failures, "no pull of a running image failed")
+	assert.Positive(t, n)
+	t.Logf("%d pulls during the clean-up, none failed", n)
 	// Each Function image has three blobs of its own (source layer, config,
 	// manifest); the base and the dependency layer are shared.
-	assert.Equal(t, before.Blobs+3*changed-3*deleted, after.Blobs, "the changed Functions' new blobs came, the deleted Functions' went")
+	assert.Equal(t, before.Blobs+3*changed-3*deleted, after.Blobs, "the changed Functions' new blobs came (two images, one went), the deleted Functions' went")
+}
+
+// pullLoop pulls the given Functions' images (manifest, config and every
+// layer) over and over until the returned stop is called, which reports
+// the number of pulls and the failures.
+func (r *internalRegistry) pullLoop(fns []string, images map[string]string) (stop func() (int, []string)) {
+	refs := make([]name.Reference, 0, len(fns))
+	for _, n := range fns {
+		refs = append(refs, r.pushRef(images[n]))
+	}
+	done := make(chan struct{})
+	var mu sync.Mutex
+	var failures []string
+	count := 0
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			for _, ref := range refs {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				err := pullAll(ref, remote.WithTransport(r.network.Transport()), r.auth)
+				mu.Lock()
+				count++
+				if err != nil {
+					failures = append(failures, fmt.Sprintf("%s: %v", ref, err))
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() (int, []string) {
+		close(done)
+		wg.Wait()
+		return count, failures
+	}
+}
+
+// pullAll reads an image as a node pulls it: manifest, config, layers.
+func pullAll(ref name.Reference, opts ...remote.Option) error {
+	img, err := remote.Image(ref, opts...)
+	if err != nil {
+		return err
+	}
+	if _, err := img.RawConfigFile(); err != nil {
+		return err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	for _, l := range layers {
+		rc, err := l.Compressed()
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, rc)
+		if cerr := rc.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func resourcesDigest(image string) string {

@@ -49,9 +49,12 @@ func (n *Network) Close() error {
 	return n.srv.Shutdown(ctx)
 }
 
+// URL is the proxy's.
+func (n *Network) URL() string { return "http://" + n.addr }
+
 // Env makes a process send its HTTP(S) requests through the network.
 func (n *Network) Env() []string {
-	url := "http://" + n.addr
+	url := n.URL()
 	return []string{"HTTP_PROXY=" + url, "HTTPS_PROXY=" + url, "http_proxy=" + url, "https_proxy=" + url}
 }
 

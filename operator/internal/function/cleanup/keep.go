@@ -59,8 +59,8 @@ func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) (refs []Ref
 	if err := c.Reader.List(ctx, &jobs, managed); err != nil {
 		return nil, false, fmt.Errorf("listing build Jobs: %w", err)
 	}
-	for i := range jobs.Items {
-		if d := resources.JobDestination(&jobs.Items[i]); d != "" {
+	for _, j := range buildsToKeep(jobs.Items) {
+		if d := resources.JobDestination(j); d != "" {
 			add(d)
 		}
 	}
@@ -86,6 +86,53 @@ func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) (refs []Ref
 		}
 	}
 	return refs, going, nil
+}
+
+// buildsToKeep are, per Function, the build Jobs whose images must stay:
+// the newest (its image may not run yet, or it still builds), any other
+// unfinished one, and the two newest that succeeded (the running image and
+// the one before it: Function Deployments keep no old ReplicaSets, so a
+// rollback means running that build's image again). Older builds'
+// images go even though the controller keeps their Jobs.
+func buildsToKeep(all []batchv1.Job) []*batchv1.Job {
+	byFunction := map[string][]*batchv1.Job{}
+	for i := range all {
+		j := &all[i]
+		key := j.Namespace + "/" + j.Labels[v1alpha2.LabelUUID] + "/" + j.Labels[v1alpha2.LabelFunctionName]
+		byFunction[key] = append(byFunction[key], j)
+	}
+	var out []*batchv1.Job
+	for _, jobs := range byFunction {
+		sort.Slice(jobs, func(a, b int) bool { return jobs[b].CreationTimestamp.Before(&jobs[a].CreationTimestamp) })
+		succeeded := 0
+		for i, j := range jobs {
+			switch {
+			case i == 0, !jobFinished(j):
+				out = append(out, j)
+			case succeeded < 2 && jobSucceeded(j):
+				out = append(out, j)
+			}
+			if jobSucceeded(j) {
+				succeeded++
+			}
+		}
+	}
+	return out
+}
+
+func jobSucceeded(j *batchv1.Job) bool { return jobCondition(j, batchv1.JobComplete) }
+
+func jobFinished(j *batchv1.Job) bool {
+	return jobCondition(j, batchv1.JobComplete) || jobCondition(j, batchv1.JobFailed)
+}
+
+func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 func podImages(spec *corev1.PodSpec, add func(string)) {
