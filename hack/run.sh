@@ -43,13 +43,30 @@ for key in $(sed -n 's/^    \(function_runtime_[a-z0-9]*\):$/\1/p' charts/server
   RUNTIME_IMAGES+=("IMAGE_${key^^}=$MIRROR/${key//_/-}:local")
 done
 
+# The internal registry and build Pods run here for real (bin/localnode):
+# distribution as the registry Deployment configures it (once the manager
+# installed it), build steps as processes. Service names resolve through
+# its proxy, as through cluster DNS: the manager measures the registry, the
+# Function controller cleans it.
+NLOG=$ROOT/.cluster/logs/localnode.log
+log "starting the internal registry and the build runner (log: $NLOG)"
+bin/localnode -namespace "$NS" >"$NLOG" 2>&1 &
+NODE=$!
+PROXY=
+for _ in $(seq 1 60); do
+  PROXY=$(sed -n 's/^.*Service names resolve through the proxy \(http:[^ ]*\)$/\1/p' "$NLOG" | tail -n 1)
+  [ -n "$PROXY" ] && break
+  kill -0 "$NODE" 2>/dev/null || { tail -n 30 "$NLOG"; log "localnode exited"; exit 1; }
+  sleep 0.5
+done
+[ -n "$PROXY" ] || { tail -n 30 "$NLOG"; log "localnode started no proxy"; kill "$NODE"; exit 1; }
+
 LOG=$ROOT/.cluster/logs/manager.log
 log "starting the manager as ServiceAccount $NS/serverless-manager (log: $LOG)"
-KUBECONFIG=$SA_KUBECONFIG env "${RUNTIME_IMAGES[@]}" bin/manager --namespace="$NS" --leader-elect=false --log-format=console \
+KUBECONFIG=$SA_KUBECONFIG HTTP_PROXY=$PROXY HTTPS_PROXY=$PROXY env "${RUNTIME_IMAGES[@]}" bin/manager --namespace="$NS" --leader-elect=false --log-format=console \
   --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081 >"$LOG" 2>&1 &
 MANAGER=$!
 CONTROLLER=
-NODE=
 stop_all() {
   log "stopping the Function controller, this machine's Pods and the manager"
   [ -n "$CONTROLLER" ] && kill "$CONTROLLER" 2>/dev/null
@@ -62,21 +79,15 @@ trap 'stop_all; exit 0' INT TERM
 log "applying config/samples/default-serverless-cr.yaml"
 k apply -f config/samples/default-serverless-cr.yaml >/dev/null
 for _ in $(seq 1 240); do
-  kill -0 "$MANAGER" 2>/dev/null || { tail -n 30 "$LOG"; log "the manager exited"; exit 1; }
+  kill -0 "$MANAGER" 2>/dev/null || { tail -n 30 "$LOG"; log "the manager exited"; stop_all; exit 1; }
   [ "$(k -n "$NS" get serverless default -o jsonpath='{.status.state}' 2>/dev/null)" = Ready ] && break
   sleep 0.5
 done
 k -n "$NS" get serverless default
 state=$(k -n "$NS" get serverless default -o jsonpath='{.status.state}')
-[ "$state" = Ready ] || { tail -n 30 "$LOG"; log "the Serverless CR is $state, not Ready"; kill "$MANAGER"; exit 1; }
+[ "$state" = Ready ] || { tail -n 30 "$LOG"; log "the Serverless CR is $state, not Ready"; stop_all; exit 1; }
 
-# The internal registry and build Pods run here for real (bin/localnode):
-# distribution as the registry Deployment configures it, build steps as
-# processes; wait until the runtime stand-ins are in the registry.
-NLOG=$ROOT/.cluster/logs/localnode.log
-log "starting the internal registry and the build runner (log: $NLOG)"
-bin/localnode -namespace "$NS" >"$NLOG" 2>&1 &
-NODE=$!
+# Wait until the runtime stand-ins are in the internal registry.
 for _ in $(seq 1 120); do
   kill -0 "$NODE" 2>/dev/null || { tail -n 30 "$NLOG"; log "localnode exited"; stop_all; exit 1; }
   grep -q "pushed runtime stand-ins" "$NLOG" && break
@@ -89,9 +100,6 @@ grep -q "pushed runtime stand-ins" "$NLOG" || { tail -n 30 "$NLOG"; log "the int
 # sync, so log level changes apply), its ServiceAccount, loopback ports.
 CLOG=$ROOT/.cluster/logs/function-controller.log
 log "starting the Function controller like its Deployment (log: $CLOG)"
-# It reaches the internal registry (clean-up) by its Service name through
-# localnode's proxy, as through cluster DNS.
-PROXY=$(sed -n 's/^.*Service names resolve through the proxy \(http:[^ ]*\)$/\1/p' "$NLOG" | tail -n 1)
 bin/podrun -namespace "$NS" -deployment serverless-ctrl-mngr \
   -env "HTTP_PROXY=$PROXY" -env "HTTPS_PROXY=$PROXY" >"$CLOG" 2>&1 &
 CONTROLLER=$!

@@ -234,7 +234,7 @@ func (f *fnEnv) baseCopies() []client.Object {
 	for i := range sas.Items {
 		out = append(out, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sas.Items[i].Name}})
 	}
-	require.Len(f.t, out, 5, "three Dockerfile ConfigMaps, the registry Secret and the Function ServiceAccount in %s", ns)
+	require.Len(f.t, out, len(v1alpha2.Runtimes())+2, "a Dockerfile ConfigMap per runtime, the registry Secret and the Function ServiceAccount in %s", ns)
 	return out
 }
 
@@ -430,7 +430,7 @@ func TestFunctionControllerKilledDuringBuilds(t *testing.T) {
 	fnNS := f.cluster.Namespace(t, "kill9")
 	var names []string
 	for i := range 6 {
-		rt := v1alpha2.Runtimes()[i%3]
+		rt := v1alpha2.Runtimes()[i%len(v1alpha2.Runtimes())]
 		name := fmt.Sprintf("fn-%d", i)
 		names = append(names, name)
 		require.NoError(t, f.fcs.Create(ctx, inline(fnNS, name, rt, fmt.Sprintf("greeting %d", i))))

@@ -58,14 +58,15 @@ func startInternalRegistry(t *testing.T, controllerEnv ...string) *internalRegis
 	ctx := t.Context()
 	require.NoError(t, e.cluster.InstallManagerPrerequisites(ctx))
 	pushAddress := module.RegistryServiceName + "." + ns + ".svc.cluster.local:5000"
-	e.mgr = e.runManager("manager-"+t.Name(), []string{
-		"IMAGE_FUNCTION_RUNTIME_NODEJS22=" + pushAddress + "/stand-in/function-runtime-nodejs22:e2e"})
+	// The manager measures the registry through its agent's Service name.
+	network, err := localnode.StartNetwork()
+	require.NoError(t, err)
+	e.mgr = e.runManager("manager-"+t.Name(), append(network.Env(),
+		"IMAGE_FUNCTION_RUNTIME_NODEJS22="+pushAddress+"/stand-in/function-runtime-nodejs22:e2e"), "--registry-usage-every=2s")
 	require.NoError(t, e.c.Create(ctx, &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
 		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)}}}))
 	e.waitState("default", v1alpha1.StateReady)
 
-	network, err := localnode.StartNetwork()
-	require.NoError(t, err)
 	root := e.cluster.Root()
 	node := &localnode.Node{Client: e.c, BinDir: filepath.Join(root, "bin"), AssetsDir: filepath.Join(root, "bin", "assets"),
 		Dir: t.TempDir(), LogDir: e.cluster.LogDir(), Network: network,
@@ -184,6 +185,16 @@ func TestBuildsWithTheInternalRegistry(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("registry GC: %+v", gc)
 	assert.Zero(t, gc.BlobsDeleted, "every blob belongs to a tagged image")
+
+	// The Serverless CR says how full the registry is.
+	cr := b.waitFor("default", "the status to count the registry's 3 images", time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.InternalRegistry != nil && cr.Status.InternalRegistry.Images == 3
+	})
+	u := cr.Status.InternalRegistry
+	t.Logf("status.internalRegistry: %+v", *u)
+	assert.Positive(t, u.UsedBytes)
+	assert.Positive(t, u.TotalBytes)
+	assert.Equal(t, v1alpha1.StateReady, cr.Status.State, "far from full")
 	_, err = remote.Get(ref, remote.WithTransport(b.network.Transport()), b.auth)
 	require.NoError(t, err, "the built image still pulls after the GC")
 }

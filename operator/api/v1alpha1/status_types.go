@@ -64,6 +64,9 @@ const (
 	ReasonFunctionsExist  = "FunctionsExist"
 	ReasonDeleting        = "Deleting"
 	ReasonDeletionFailed  = "DeletionFailed"
+	// ReasonRegistryAlmostFull (in the Installed message of a Warning
+	// state): the internal registry's volume is more than 80 % full.
+	ReasonRegistryAlmostFull = "RegistryAlmostFull"
 
 	// ReasonDeploymentReplicaFailure (upstream's name): a module Deployment
 	// reports ReplicaFailure (e.g. FailedCreate: a ResourceQuota forbids its
@@ -103,6 +106,11 @@ type ServerlessStatus struct {
 	ChartVersion string `json:"chartVersion,omitempty"`
 
 	EffectiveConfiguration `json:",inline"`
+
+	// InternalRegistry is how full the internal registry is (absent with an
+	// external registry), as its registry-agent last measured it.
+	// +optional
+	InternalRegistry *RegistryUsage `json:"internalRegistry,omitempty"`
 
 	// Inventory lists the objects the manager applied, for pruning and for
 	// skipping unchanged objects. The manager trusts no entry by itself:
@@ -150,6 +158,18 @@ type EffectiveConfiguration struct {
 	// installed: "True" or "False", the values upstream's operator writes.
 	// +kubebuilder:validation:Enum=True;False
 	NetworkPoliciesEnabled string `json:"networkPoliciesEnabled,omitempty"`
+}
+
+// RegistryUsage is how full the internal registry's volume is.
+type RegistryUsage struct {
+	// UsedBytes the registry's storage takes.
+	UsedBytes int64 `json:"usedBytes"`
+	// TotalBytes of its volume.
+	TotalBytes int64 `json:"totalBytes"`
+	// Images stored (tags).
+	Images int `json:"images"`
+	// UsedPercent is UsedBytes of TotalBytes, rounded down.
+	UsedPercent int `json:"usedPercent"`
 }
 
 // InventoryEntry is one applied object.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +27,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 // imageKeys are the chart's image values; IMAGE_<KEY> overrides one
@@ -43,8 +46,10 @@ type config struct {
 	logLevel    string
 	logFormat   string
 	logConfig   string
-	leaderElect string
-	nodePorts   string
+	// registryUsageEvery is how often the internal registry is measured.
+	registryUsageEvery time.Duration
+	leaderElect        string
+	nodePorts          string
 }
 
 func main() {
@@ -64,6 +69,7 @@ func parseFlags() config {
 	flag.StringVar(&c.logFormat, "log-format", envOr("LOG_FORMAT", "json"), "log format: json or console")
 	flag.StringVar(&c.logConfig, "log-config", os.Getenv("LOG_CONFIG"), "YAML file with logLevel, watched to change the level at run time")
 	flag.StringVar(&c.leaderElect, "leader-elect", "auto", "leader election: true, false, or auto (on inside a cluster)")
+	flag.DurationVar(&c.registryUsageEvery, "registry-usage-every", 5*time.Minute, "how often the internal registry's usage is measured for the status")
 	flag.StringVar(&c.nodePorts, "node-port-range", envOr("NODE_PORT_RANGE", values.DefaultNodePortRange().String()), "the API server's --service-node-port-range; the internal registry's NodePort is picked from it")
 	flag.Parse()
 	return c
@@ -130,7 +136,8 @@ func run() error {
 	chartVersion, err := app.Setup(mgr, app.Options{
 		Chart:   chartFS,
 		Metrics: crmetrics.Registry,
-		Options: reconciler.Options{Namespace: cfg.namespace, ImageOverrides: imageOverrides(), NewSecret: randomAlphanumeric, NodePortRange: nodePorts},
+		Options: reconciler.Options{Namespace: cfg.namespace, ImageOverrides: imageOverrides(), NewSecret: randomAlphanumeric, NodePortRange: nodePorts,
+			RegistryUsage: registryUsage, RegistryUsageEvery: cfg.registryUsageEvery},
 	})
 	if err != nil {
 		return err
@@ -165,6 +172,12 @@ func leaderElection(v string) (bool, error) {
 		return os.Getenv("KUBERNETES_SERVICE_HOST") != "", nil
 	}
 	return false, errors.New("--leader-elect: want true, false or auto")
+}
+
+// registryUsage asks the internal registry's agent, through its Service.
+func registryUsage(ctx context.Context, namespace, username, password string) (registryagent.Usage, error) {
+	c := &registryagent.Client{URL: registryagent.URL(namespace), Username: username, Password: password}
+	return c.Usage(ctx)
 }
 
 func imageOverrides() map[string]string {

@@ -17,6 +17,7 @@ type Metrics struct {
 	state          *prometheus.GaugeVec
 	applied        prometheus.Counter
 	pruned         prometheus.Counter
+	registry       *prometheus.GaugeVec
 }
 
 var states = []v1alpha1.State{v1alpha1.StateProcessing, v1alpha1.StateReady, v1alpha1.StateError, v1alpha1.StateWarning, v1alpha1.StateDeleting}
@@ -46,8 +47,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "serverless_manager_objects_pruned_total",
 			Help: "Objects deleted because they left the chart.",
 		}),
+		registry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "serverless_manager_internal_registry",
+			Help: "The internal registry as its agent last measured it: used_bytes, total_bytes (of its volume), images.",
+		}, []string{"namespace", "figure"}),
 	}
-	for _, c := range []prometheus.Collector{m.stepDuration, m.renderDuration, m.state, m.applied, m.pruned} {
+	for _, c := range []prometheus.Collector{m.stepDuration, m.renderDuration, m.state, m.applied, m.pruned, m.registry} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -84,3 +89,14 @@ func (m *Metrics) AddApplied(n int) { m.applied.Add(float64(n)) }
 
 // AddPruned counts pruned objects.
 func (m *Metrics) AddPruned(n int) { m.pruned.Add(float64(n)) }
+
+// SetRegistryUsage records the internal registry's figures (nil drops them).
+func (m *Metrics) SetRegistryUsage(namespace string, u *v1alpha1.RegistryUsage) {
+	if u == nil {
+		m.registry.DeletePartialMatch(prometheus.Labels{"namespace": namespace})
+		return
+	}
+	m.registry.WithLabelValues(namespace, "used_bytes").Set(float64(u.UsedBytes))
+	m.registry.WithLabelValues(namespace, "total_bytes").Set(float64(u.TotalBytes))
+	m.registry.WithLabelValues(namespace, "images").Set(float64(u.Images))
+}

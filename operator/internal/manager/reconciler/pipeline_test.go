@@ -30,7 +30,7 @@ func TestStepsOrder(t *testing.T) {
 		want []string
 	}{
 		{name: "install", cr: &v1alpha1.Serverless{},
-			want: []string{"served", "scope", "paused", "inventory", "finalizer", "configure", "render", "takeover", "apply", "takeover-cleanup", "verify"}},
+			want: []string{"served", "scope", "paused", "inventory", "finalizer", "configure", "render", "takeover", "apply", "takeover-cleanup", "registry-usage", "verify"}},
 		{name: "uninstall", cr: &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleting}},
 			want: []string{"served", "scope", "inventory", "functions-guard", "delete-inventory", "delete-api-leftovers", "delete-copies", "leave-scope", "remove-finalizer"}},
 	}
@@ -50,12 +50,13 @@ func TestStepsOrder(t *testing.T) {
 // stepTimes records ObserveStep calls.
 type stepTimes struct{ steps []string }
 
-func (m *stepTimes) ObserveStep(step string, _ time.Duration) { m.steps = append(m.steps, step) }
-func (*stepTimes) ObserveRender(time.Duration)                {}
-func (*stepTimes) SetState(string, string, v1alpha1.State)    {}
-func (*stepTimes) DeleteState(string, string)                 {}
-func (*stepTimes) AddApplied(int)                             {}
-func (*stepTimes) AddPruned(int)                              {}
+func (m *stepTimes) ObserveStep(step string, _ time.Duration)       { m.steps = append(m.steps, step) }
+func (*stepTimes) ObserveRender(time.Duration)                      {}
+func (*stepTimes) SetState(string, string, v1alpha1.State)          {}
+func (*stepTimes) DeleteState(string, string)                       {}
+func (*stepTimes) AddApplied(int)                                   {}
+func (*stepTimes) AddPruned(int)                                    {}
+func (*stepTimes) SetRegistryUsage(string, *v1alpha1.RegistryUsage) {}
 
 func TestRunStopsAtTheFirstStepThatSaysSo(t *testing.T) {
 	tests := []struct {

@@ -34,6 +34,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 // Renderer renders the chart for a namespace and values.
@@ -72,7 +73,13 @@ type Metrics interface {
 	DeleteState(namespace, name string)
 	AddApplied(n int)
 	AddPruned(n int)
+	// SetRegistryUsage records the internal registry's figures (nil: none).
+	SetRegistryUsage(namespace string, u *v1alpha1.RegistryUsage)
 }
+
+// RegistryUsage measures the internal registry of a namespace with the
+// registry's credentials (its registry-agent sidecar).
+type RegistryUsage func(ctx context.Context, namespace, username, password string) (registryagent.Usage, error)
 
 // Options of a Reconciler.
 type Options struct {
@@ -98,6 +105,11 @@ type Options struct {
 	// RolloutTimeout is how long objects may take to become ready after an
 	// apply before the state turns to Error.
 	RolloutTimeout time.Duration
+	// RegistryUsage measures the internal registry; nil measures nothing.
+	RegistryUsage RegistryUsage
+	// RegistryUsageEvery is how often a Ready installation with the
+	// internal registry is measured again.
+	RegistryUsageEvery time.Duration
 	// Named watches, by name, the users' objects the configuration reads
 	// (watch.Named): the cache holds only the module's. Nil reads them from
 	// the client's cache instead (tests whose fake holds every object).

@@ -44,6 +44,7 @@ func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 		{"takeover", r.stepTakeover},
 		{"apply", r.stepApply},
 		{"takeover-cleanup", r.stepTakeoverCleanup},
+		{"registry-usage", r.stepRegistryUsage},
 		{"verify", r.stepVerify},
 	}
 }

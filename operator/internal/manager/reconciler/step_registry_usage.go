@@ -1,0 +1,78 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+// Registry usage thresholds and timing.
+const (
+	// registryFullPercent: above it the state is Warning.
+	registryFullPercent = 80
+	// registryUsageTimeout bounds one measurement (a walk of the storage).
+	registryUsageTimeout = 10 * time.Second
+	// registryUsageRetry is the next try after a failed measurement (the
+	// registry may still be starting).
+	registryUsageRetry = 30 * time.Second
+)
+
+// stepRegistryUsage measures the internal registry through its agent and
+// reports it in the status, in the metrics and, above 80 %, as a warning.
+// A failed measurement keeps the last figures and tries again soon; it
+// never fails the reconcile.
+func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) bool {
+	ns := s.cr.Namespace
+	if s.cr.Status.DockerRegistry != values.InternalRegistry || r.opts.RegistryUsage == nil {
+		s.cr.Status.InternalRegistry = nil
+		r.recordRegistryUsage(ns, nil)
+		return true
+	}
+	data, _, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName})
+	if err == nil {
+		mctx, cancel := context.WithTimeout(ctx, registryUsageTimeout)
+		u, uerr := r.opts.RegistryUsage(mctx, ns, string(data["username"]), string(data["password"]))
+		cancel()
+		err = uerr
+		if err == nil {
+			usage := &v1alpha1.RegistryUsage{UsedBytes: u.UsedBytes, TotalBytes: u.TotalBytes, Images: u.TaggedImages}
+			if u.TotalBytes > 0 {
+				usage.UsedPercent = int(u.UsedBytes * 100 / u.TotalBytes)
+			}
+			s.cr.Status.InternalRegistry = usage
+			r.recordRegistryUsage(ns, usage)
+		}
+	}
+	next := r.opts.RegistryUsageEvery
+	if err != nil {
+		s.log.V(1).Info("internal registry not measured", "error", err.Error())
+		next = registryUsageRetry
+	}
+	if next > 0 {
+		s.result = ctrl.Result{RequeueAfter: next}
+	}
+	if u := s.cr.Status.InternalRegistry; u != nil && u.UsedPercent > registryFullPercent {
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: the internal registry's volume is %d %% full (%s of %s, %d images): delete Functions no longer needed (their images go at the next clean-up) or move to a larger volume",
+			v1alpha1.ReasonRegistryAlmostFull, u.UsedPercent, bytes(u.UsedBytes), bytes(u.TotalBytes), u.Images))
+	}
+	return true
+}
+
+// bytes formats a size as Kubernetes quantities read (binary SI).
+func bytes(n int64) string {
+	return resource.NewQuantity(n, resource.BinarySI).String()
+}
+
+func (r *Reconciler) recordRegistryUsage(namespace string, u *v1alpha1.RegistryUsage) {
+	if r.metrics != nil {
+		r.metrics.SetRegistryUsage(namespace, u)
+	}
+}

@@ -1,0 +1,75 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
+)
+
+func TestStepRegistryUsage(t *testing.T) {
+	const gib = int64(1) << 30
+	previous := &v1alpha1.RegistryUsage{UsedBytes: gib, TotalBytes: 20 * gib, Images: 4, UsedPercent: 5}
+	tests := []struct {
+		name        string
+		registry    string
+		usage       registryagent.Usage
+		err         error
+		before      *v1alpha1.RegistryUsage
+		want        *v1alpha1.RegistryUsage
+		wantWarning string
+		wantRequeue time.Duration
+	}{
+		{name: "measured", registry: values.InternalRegistry, usage: registryagent.Usage{UsedBytes: 3 * gib, TotalBytes: 20 * gib, TaggedImages: 12},
+			want: &v1alpha1.RegistryUsage{UsedBytes: 3 * gib, TotalBytes: 20 * gib, Images: 12, UsedPercent: 15}, wantRequeue: 5 * time.Minute},
+		{name: "at 80 % no warning yet", registry: values.InternalRegistry, usage: registryagent.Usage{UsedBytes: 16 * gib, TotalBytes: 20 * gib, TaggedImages: 90},
+			want: &v1alpha1.RegistryUsage{UsedBytes: 16 * gib, TotalBytes: 20 * gib, Images: 90, UsedPercent: 80}, wantRequeue: 5 * time.Minute},
+		{name: "above 80 % is a warning naming the registry", registry: values.InternalRegistry,
+			usage:       registryagent.Usage{UsedBytes: 17 * gib, TotalBytes: 20 * gib, TaggedImages: 95},
+			want:        &v1alpha1.RegistryUsage{UsedBytes: 17 * gib, TotalBytes: 20 * gib, Images: 95, UsedPercent: 85},
+			wantWarning: "RegistryAlmostFull: the internal registry's volume is 85 % full (17Gi of 20Gi, 95 images)", wantRequeue: 5 * time.Minute},
+		{name: "agent unreachable keeps the last figures and retries soon", registry: values.InternalRegistry, err: errors.New("connection refused"),
+			before: previous, want: previous, wantRequeue: registryUsageRetry},
+		{name: "external registry has no figures", registry: "registry.example.com", before: previous},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(&corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: module.RegistrySecretName},
+				Data:       map[string][]byte{"username": []byte("u"), "password": []byte("p")}}).Build()
+			var asked []string
+			r := New(c, c, nil, nil, nil, &countEvents{}, nil, Options{Namespace: "kyma-system", RegistryUsageEvery: 5 * time.Minute,
+				RegistryUsage: func(_ context.Context, ns, user, password string) (registryagent.Usage, error) {
+					asked = append(asked, ns, user, password)
+					return tt.usage, tt.err
+				}})
+			s := newTestState(1)
+			s.cr.Status.DockerRegistry = tt.registry
+			s.cr.Status.InternalRegistry = tt.before
+			assert.True(t, r.stepRegistryUsage(context.Background(), s), "never stops the reconcile")
+			assert.Equal(t, tt.want, s.cr.Status.InternalRegistry)
+			assert.Equal(t, tt.wantRequeue, s.result.RequeueAfter)
+			if tt.wantWarning == "" {
+				assert.Empty(t, s.warnings)
+			} else if assert.Len(t, s.warnings, 1) {
+				assert.Contains(t, s.warnings[0], tt.wantWarning)
+			}
+			if tt.registry == values.InternalRegistry {
+				assert.Equal(t, []string{"kyma-system", "u", "p"}, asked, "asked with the registry's credentials")
+			} else {
+				assert.Empty(t, asked)
+			}
+		})
+	}
+}
