@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "k8s.io/apimachinery/pkg/util/intstr"
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
 
 // Admission rules of the executor arguments (a comment group of its own, so
 // that gofmt leaves the CEL string literals alone; controller-gen reads it).
@@ -128,6 +131,12 @@ type DockerRegistry struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	SecretName *string `json:"secretName,omitempty"`
+
+	// VolumeSize of the internal registry (default 20Gi). A larger value
+	// grows its claim where the StorageClass allows volume expansion; a
+	// volume never shrinks. The status says when a size cannot be had.
+	// +optional
+	VolumeSize *resource.Quantity `json:"volumeSize,omitempty"`
 }
 
 // Endpoint is a URL another module listens on.

@@ -18,6 +18,9 @@ package reconciler
 //     anything to anyone), so it holds that ClusterRole's rules
 //     cluster-wide, verb for verb; a test checks the coverage.
 //
+// The StorageClass of the internal registry's claim (may it grow?):
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
+//
 // Cluster-scoped objects of the chart:
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list;watch;create
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch;delete,resourceNames=functions.serverless.kyma-project.io

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -112,6 +113,11 @@ func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values
 	}
 	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; found && ok {
 		f.PVCSize = q.String()
+		if asked := reg.VolumeSize; asked != nil && asked.Cmp(q) > 0 {
+			if f.PVCStorageClass, f.PVCExpandable, err = r.expandable(ctx, pvc); err != nil {
+				return f, err
+			}
+		}
 	}
 	if f.NodePort, _, err = r.serviceNodePort(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}); err != nil {
 		return f, err
@@ -289,4 +295,24 @@ func (r *Reconciler) learnRange(rng values.NodePortRange) {
 	r.portsMu.Lock()
 	defer r.portsMu.Unlock()
 	r.learnedRange = &rng
+}
+
+// expandable reads whether the claim's StorageClass lets it grow (only
+// asked when a larger volume is wanted).
+func (r *Reconciler) expandable(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (string, bool, error) {
+	name := ""
+	if pvc.Spec.StorageClassName != nil {
+		name = *pvc.Spec.StorageClassName
+	}
+	if name == "" {
+		return name, false, nil
+	}
+	sc := &storagev1.StorageClass{}
+	if err := r.api.Get(ctx, types.NamespacedName{Name: name}, sc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return name, false, nil
+		}
+		return name, false, fmt.Errorf("reading StorageClass %s: %w", name, err)
+	}
+	return name, sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
 )
@@ -35,8 +37,11 @@ type Facts struct {
 	InternalCredentials *Credentials
 	// NodePort for the internal registry: the one in use, or a free one.
 	NodePort int32
-	// PVCSize of an existing registry volume, which must not change.
-	PVCSize string
+	// PVCSize of an existing registry volume ("" when there is none), its
+	// StorageClass and whether that class allows the volume to grow.
+	PVCSize         string
+	PVCStorageClass string
+	PVCExpandable   bool
 	// RegistrySecret is the data of the Secret spec.dockerRegistry.secretName
 	// names; nil when it does not exist.
 	RegistrySecret map[string][]byte
@@ -163,8 +168,15 @@ func registry(spec *v1alpha1.DockerRegistry, f Facts, v *Values) (string, []stri
 			Password:       creds.Password,
 			HTTPSecret:     httpSecret(creds.Password),
 		}
-		if f.PVCSize != "" {
-			v.DockerRegistry.Persistence = &Persistence{Size: f.PVCSize}
+		size, warning, err := volumeSize(spec.VolumeSize, f)
+		if err != nil {
+			return "", nil, err
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
+		}
+		if size != "" {
+			v.DockerRegistry.Persistence = &Persistence{Size: size}
 		}
 		if f.NodePort != 0 {
 			v.Global.RegistryNodePort = f.NodePort
@@ -220,4 +232,33 @@ func upstreamBool(b bool) string {
 		return "True"
 	}
 	return "False"
+}
+
+// volumeSize is the internal registry's claim size to render ("": the
+// chart's default) and a warning when the asked size cannot be had: a claim
+// only grows, and only where its StorageClass allows expansion.
+func volumeSize(asked *resource.Quantity, f Facts) (string, string, error) {
+	if asked != nil && asked.Sign() <= 0 {
+		return "", "", &ConfigError{Reason: v1alpha1.ReasonConfigurationInvalid,
+			Message: fmt.Sprintf("dockerRegistry.volumeSize %s: must be larger than 0", asked.String())}
+	}
+	if f.PVCSize == "" {
+		if asked == nil {
+			return "", "", nil
+		}
+		return asked.String(), "", nil
+	}
+	current, err := resource.ParseQuantity(f.PVCSize)
+	if err != nil || asked == nil {
+		return f.PVCSize, "", nil //nolint:nilerr // an unreadable live size is kept as it is
+	}
+	switch c := asked.Cmp(current); {
+	case c == 0:
+		return f.PVCSize, "", nil
+	case c < 0:
+		return f.PVCSize, fmt.Sprintf("dockerRegistry.volumeSize %s: the internal registry's volume stays %s: a volume cannot shrink", asked.String(), f.PVCSize), nil
+	case !f.PVCExpandable:
+		return f.PVCSize, fmt.Sprintf("dockerRegistry.volumeSize %s: the internal registry's volume stays %s: its StorageClass %q does not allow volume expansion", asked.String(), f.PVCSize, f.PVCStorageClass), nil
+	}
+	return asked.String(), "", nil
 }

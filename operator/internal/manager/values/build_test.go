@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -278,5 +279,41 @@ func TestIgnoredBuildFlagsAreReported(t *testing.T) {
 		res, err := Build(v1alpha1.ServerlessSpec{FunctionBuildExecutorArgs: args}, Facts{Namespace: "ns", NewSecret: counter()})
 		require.NoError(t, err)
 		assert.Equal(t, ignored, res.Effective.BuildExecutorArgsIgnored, "%q", args)
+	}
+}
+
+func TestVolumeSize(t *testing.T) {
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	tests := []struct {
+		name        string
+		asked       *resource.Quantity
+		facts       Facts
+		want        string
+		wantWarning string
+		wantErr     string
+	}{
+		{name: "nothing asked, no claim: the chart's default", want: ""},
+		{name: "asked, no claim yet", asked: q("30Gi"), want: "30Gi"},
+		{name: "nothing asked keeps the claim", facts: Facts{PVCSize: "35Gi"}, want: "35Gi"},
+		{name: "same size", asked: q("35Gi"), facts: Facts{PVCSize: "35Gi"}, want: "35Gi"},
+		{name: "larger where the class expands", asked: q("50Gi"), facts: Facts{PVCSize: "20Gi", PVCStorageClass: "ssd", PVCExpandable: true}, want: "50Gi"},
+		{name: "larger where the class does not", asked: q("50Gi"), facts: Facts{PVCSize: "20Gi", PVCStorageClass: "standard"}, want: "20Gi",
+			wantWarning: `dockerRegistry.volumeSize 50Gi: the internal registry's volume stays 20Gi: its StorageClass "standard" does not allow volume expansion`},
+		{name: "smaller", asked: q("10Gi"), facts: Facts{PVCSize: "20Gi", PVCExpandable: true}, want: "20Gi",
+			wantWarning: "dockerRegistry.volumeSize 10Gi: the internal registry's volume stays 20Gi: a volume cannot shrink"},
+		{name: "zero", asked: q("0"), wantErr: "dockerRegistry.volumeSize 0: must be larger than 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, warning, err := volumeSize(tt.asked, tt.facts)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Equal(t, tt.wantErr, err.Error())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.wantWarning, warning)
+		})
 	}
 }
