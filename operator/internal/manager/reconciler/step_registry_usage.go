@@ -60,7 +60,7 @@ func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) bool {
 		s.result = ctrl.Result{RequeueAfter: next}
 	}
 	if u := s.cr.Status.InternalRegistry; u != nil && u.UsedPercent > registryFullPercent {
-		s.warnings = append(s.warnings, fmt.Sprintf("%s: the internal registry's volume is %d %% full (%s of %s, %d images): delete Functions no longer needed (their images go at the next clean-up) or move to a larger volume",
+		s.warnings = append(s.warnings, fmt.Sprintf("%s: the internal registry's volume is %d %% full (%s of %s, %d images): delete Functions no longer needed (their images go at the next clean-up) or raise dockerRegistry.volumeSize",
 			v1alpha1.ReasonRegistryAlmostFull, u.UsedPercent, bytes(u.UsedBytes), bytes(u.TotalBytes), u.Images))
 	}
 	return true
