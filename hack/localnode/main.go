@@ -25,11 +25,9 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/framework"
 	"github.com/kyma-project/serverless-manager/tests/framework/buildrun"
 	"github.com/kyma-project/serverless-manager/tests/framework/localnode"
 )
@@ -48,15 +46,7 @@ func run() error {
 	}
 	namespace := flag.String("namespace", module.DefaultNamespace, "namespace of the module")
 	flag.Parse()
-	admin := os.Getenv("KUBECONFIG")
-	if admin == "" {
-		admin = filepath.Join(root, ".cluster", "kubeconfig")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
-	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", admin, err)
-	}
-	c, err := client.New(cfg, client.Options{})
+	c, err := framework.AdminClient(root)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
@@ -57,15 +56,7 @@ func run() error {
 	if *dir == "" {
 		*dir = filepath.Join(root, ".cluster", "podrun", *deployment)
 	}
-	admin := os.Getenv("KUBECONFIG")
-	if admin == "" {
-		admin = filepath.Join(root, ".cluster", "kubeconfig")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", admin)
-	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", admin, err)
-	}
-	c, err := client.New(cfg, client.Options{})
+	c, err := framework.AdminClient(root)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,6 +33,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 	"github.com/kyma-project/serverless-manager/tests/framework/buildrun"
@@ -340,27 +340,7 @@ func pullAll(ref name.Reference, opts ...remote.Option) error {
 	if err != nil {
 		return err
 	}
-	if _, err := img.RawConfigFile(); err != nil {
-		return err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-	for _, l := range layers {
-		rc, err := l.Compressed()
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, rc)
-		if cerr := rc.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return ociimage.ReadAll(img)
 }
 
 func resourcesDigest(image string) string {

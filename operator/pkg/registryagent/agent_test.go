@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
@@ -130,25 +131,7 @@ func pullAll(ref name.Reference) error {
 	if err != nil {
 		return err
 	}
-	if _, err := img.ConfigFile(); err != nil {
-		return err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-	for _, l := range layers {
-		rc, err := l.Compressed()
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, rc)
-		_ = rc.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return ociimage.ReadAll(img)
 }
 
 // Two images share a layer; one is deleted through the registry API, one
