@@ -145,6 +145,10 @@ func (bb *buildBench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	baseBlobs, err := bb.reg.BlobBytes()
+	if err != nil {
+		return err
+	}
 	bb.log("npm install alone, before any build")
 	npmBefore, err := bb.npmAlone(ctx, "before")
 	if err != nil {
@@ -207,6 +211,11 @@ func (bb *buildBench) measure(ctx context.Context) error {
 		return err
 	}
 	disk -= baseDisk
+	blobs, err := bb.reg.BlobBytes()
+	if err != nil {
+		return err
+	}
+	blobs -= baseBlobs
 	bound, depLayer, parts, err := bb.bytesBound(ctx, images)
 	if err != nil {
 		return err
@@ -281,6 +290,8 @@ func (bb *buildBench) measure(ctx context.Context) error {
 	}
 	fmt.Printf("  registry bytes on disk for %d Functions (%d images, the source change's included): %s; bound %s = %s (%.2f×)\n",
 		benchBuildFunctions, len(images), mibs(disk), parts, mibs(bound), float64(disk)/float64(bound))
+	fmt.Printf("    of which blobs %d bytes against the bound's %d bytes (%.3f×); the rest is distribution's link files\n",
+		blobs, bound, float64(blobs)/float64(bound))
 	fmt.Printf("  dependency layers kept: %d (%s), blobs of that layer's size stored: %d\n", len(kept), dependencyRepository, copies)
 	return nil
 }

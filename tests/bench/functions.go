@@ -1,7 +1,7 @@
 package main
 
-// The Function scenario (-functions): 300 inline Functions, 100 of each
-// runtime, over 10 namespaces, created at once while the Function controller
+// The Function scenario (-functions): 300 inline Functions, an equal share
+// of each runtime (75 of each of 4), over 10 namespaces, created at once while the Function controller
 // runs as its chart Deployment configures it (framework.StartFunctionController,
 // 5 simultaneous builds: the CR's default functionBuildMaxSimultaneousJobs).
 // It prints the time until all are Running, the controller's requests per
@@ -47,7 +47,9 @@ import (
 
 const (
 	fnNamespaces  = 10
-	fnPerRuntime  = 100
+	// fnTotal is the scenario's size whatever the number of runtimes: 3
+	// fake nodes hold 330 Pods (110 each), build Pods included.
+	fnTotal       = 300
 	fnRuntimePods = "S" // 300 Pods of the default L (400m) need 120 cores; 3 fake nodes have 96
 )
 
@@ -277,13 +279,14 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 	return f, nil
 }
 
-// benchFunctions: fnPerRuntime Functions of each runtime spread over the
-// namespaces; with identical, every Function of a runtime has the same
+// benchFunctions: fnTotal Functions, an equal share of each runtime, spread
+// over the namespaces; with identical, every Function of a runtime has the same
 // source and dependencies, else each its own.
 func benchFunctions(namespaces []string, identical bool) []*v1alpha2.Function {
 	var fns []*v1alpha2.Function
+	perRuntime := fnTotal / len(v1alpha2.Runtimes())
 	for _, rt := range v1alpha2.Runtimes() {
-		for i := range fnPerRuntime {
+		for i := range perRuntime {
 			greeting, pkg := fmt.Sprintf("hello from %s number %d", rt, i), fmt.Sprintf("bench-%d", i)
 			if identical {
 				greeting, pkg = "hello from "+string(rt), "bench"
@@ -592,7 +595,7 @@ func (f fnFigures) print() {
 		sources = "identical sources per runtime"
 	}
 	fmt.Printf("\nFunction controller benchmark: %d inline Functions (%d per runtime, %s) in %d namespaces, created at once;\n"+
-		"3 fake nodes, 5 simultaneous builds, Function Pods preset %s\n", n, fnPerRuntime, sources, fnNamespaces, fnRuntimePods)
+		"3 fake nodes, 5 simultaneous builds, Function Pods preset %s\n", n, fnTotal/len(v1alpha2.Runtimes()), sources, fnNamespaces, fnRuntimePods)
 	row := func(name, value, ref, target string) {
 		fmt.Printf("  %-40s %-30s %-22s %s\n", name, value, ref, target)
 	}

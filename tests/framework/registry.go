@@ -139,9 +139,17 @@ func (r *Registry) status(ctx context.Context) (int, error) {
 }
 
 // DiskBytes is the size of the registry's storage on disk.
-func (r *Registry) DiskBytes() (int64, error) {
+func (r *Registry) DiskBytes() (int64, error) { return dirBytes(r.Root) }
+
+// BlobBytes is the size of the stored blobs (layers, configs, manifests),
+// without distribution's link files that index them.
+func (r *Registry) BlobBytes() (int64, error) {
+	return dirBytes(filepath.Join(r.Root, "docker", "registry", "v2", "blobs"))
+}
+
+func dirBytes(root string) (int64, error) {
 	var total int64
-	err := filepath.WalkDir(r.Root, func(_ string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
