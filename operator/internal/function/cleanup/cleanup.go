@@ -66,8 +66,9 @@ type Result struct {
 	Kept, Deleted    []Image
 	GC               *registryagent.GCResult
 	PausedFor, Total time.Duration
-	// Again asks for another round: images were kept only for Pods of
-	// Deployments that went (ReplicaSets are not watched).
+	// Again asks for another round soon: images were kept only for Pods
+	// of Deployments that went (ReplicaSets are not watched), or running
+	// builds kept the round from pausing them.
 	Again bool
 }
 
@@ -202,7 +203,8 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 	resume, err := c.Builds.Pause(pauseCtx)
 	cancel()
 	if err != nil {
-		return Result{Skipped: err.Error()}, nil
+		// Builds kept running: try again after the delay rather than the interval.
+		return Result{Skipped: err.Error(), Again: true}, nil
 	}
 	paused := time.Now()
 	defer resume()
