@@ -46,7 +46,7 @@ import (
 )
 
 const (
-	fnNamespaces  = 10
+	fnNamespaces = 10
 	// fnTotal is the scenario's size whatever the number of runtimes: 3
 	// fake nodes hold 330 Pods (110 each), build Pods included.
 	fnTotal       = 300

@@ -121,4 +121,3 @@ func TestRound(t *testing.T) {
 		})
 	}
 }
-
