@@ -153,6 +153,10 @@ type Reconciler struct {
 	// reads memoizes what the configuration reads from Secrets and Services.
 	reads readMemo
 
+	// usageAt is when each namespace's internal registry was last measured.
+	usageMu sync.Mutex
+	usageAt map[string]time.Time
+
 	// functionsWatch watches Function deletions while an uninstall waits
 	// for them; set up by SetupWithManager, nil (a no-op) without it.
 	functionsWatch *functionsWatch

@@ -36,6 +36,14 @@ func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) bool {
 		r.recordRegistryUsage(ns, nil)
 		return true
 	}
+	next := r.opts.RegistryUsageEvery
+	// Reconciles come with every status change of a module object; the
+	// registry is walked only when the last figures are due again.
+	if age, ok := r.usageAge(ns); ok && age < next && s.cr.Status.InternalRegistry != nil {
+		s.result = ctrl.Result{RequeueAfter: next - age}
+		r.warnIfFull(s)
+		return true
+	}
 	data, _, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName})
 	if err == nil {
 		mctx, cancel := context.WithTimeout(ctx, registryUsageTimeout)
@@ -49,9 +57,9 @@ func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) bool {
 			}
 			s.cr.Status.InternalRegistry = usage
 			r.recordRegistryUsage(ns, usage)
+			r.usageMeasured(ns)
 		}
 	}
-	next := r.opts.RegistryUsageEvery
 	if err != nil {
 		s.log.V(1).Info("internal registry not measured", "error", err.Error())
 		next = registryUsageRetry
@@ -59,11 +67,34 @@ func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) bool {
 	if next > 0 {
 		s.result = ctrl.Result{RequeueAfter: next}
 	}
+	r.warnIfFull(s)
+	return true
+}
+
+// warnIfFull adds the warning of a registry volume above the threshold.
+func (r *Reconciler) warnIfFull(s *state) {
 	if u := s.cr.Status.InternalRegistry; u != nil && u.UsedPercent > registryFullPercent {
 		s.warnings = append(s.warnings, fmt.Sprintf("%s: the internal registry's volume is %d %% full (%s of %s, %d images): delete Functions no longer needed (their images go at the next clean-up) or raise dockerRegistry.volumeSize",
 			v1alpha1.ReasonRegistryAlmostFull, u.UsedPercent, bytes(u.UsedBytes), bytes(u.TotalBytes), u.Images))
 	}
-	return true
+}
+
+// usageMeasured notes a successful measurement of namespace's registry.
+func (r *Reconciler) usageMeasured(namespace string) {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	if r.usageAt == nil {
+		r.usageAt = map[string]time.Time{}
+	}
+	r.usageAt[namespace] = time.Now()
+}
+
+// usageAge is how long ago namespace's registry was last measured.
+func (r *Reconciler) usageAge(namespace string) (time.Duration, bool) {
+	r.usageMu.Lock()
+	defer r.usageMu.Unlock()
+	at, ok := r.usageAt[namespace]
+	return time.Since(at), ok
 }
 
 // bytes formats a size as Kubernetes quantities read (binary SI).

@@ -73,3 +73,26 @@ func TestStepRegistryUsage(t *testing.T) {
 		})
 	}
 }
+
+// Reconciles between two measurements reuse the figures: the registry's
+// storage is walked once per interval, not once per reconcile.
+func TestStepRegistryUsageOncePerInterval(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: module.RegistrySecretName}}).Build()
+	calls := 0
+	r := New(c, c, nil, nil, nil, &countEvents{}, nil, Options{Namespace: "kyma-system", RegistryUsageEvery: time.Hour,
+		RegistryUsage: func(context.Context, string, string, string) (registryagent.Usage, error) {
+			calls++
+			return registryagent.Usage{UsedBytes: 19, TotalBytes: 20, TaggedImages: 2}, nil
+		}})
+	for range 3 {
+		s := newTestState(1)
+		s.cr.Status.DockerRegistry = values.InternalRegistry
+		s.cr.Status.InternalRegistry = &v1alpha1.RegistryUsage{UsedBytes: 19, TotalBytes: 20, Images: 2, UsedPercent: 95}
+		assert.True(t, r.stepRegistryUsage(context.Background(), s))
+		assert.Len(t, s.warnings, 1, "the full registry is still reported")
+		assert.Positive(t, s.result.RequeueAfter)
+		assert.LessOrEqual(t, s.result.RequeueAfter, time.Hour)
+	}
+	assert.Equal(t, 1, calls)
+}
