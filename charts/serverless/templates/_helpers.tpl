@@ -53,3 +53,13 @@ readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
 {{- end }}
+
+{{- /* The controller's APP_FUNCTION_RESOURCE_CONFIG: in buildless mode the
+Function presets are buildlessFunctionPresets. */ -}}
+{{- define "serverless.resourceConfig" -}}
+{{- $rc := deepCopy .Values.controller.resourcesConfiguration }}
+{{- if eq .Values.functionMode "buildless" }}
+{{- $_ := set $rc.function.resources "presets" .Values.controller.buildlessFunctionPresets }}
+{{- end }}
+{{- toYaml $rc }}
+{{- end }}

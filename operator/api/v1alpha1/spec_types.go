@@ -109,6 +109,19 @@ type ServerlessSpec struct {
 	// +optional
 	LogFormat string `json:"logFormat,omitempty"`
 
+	// FunctionMode is how Functions run. "build" builds each Function into
+	// an image with a Job and runs that image; "buildless" runs the runtime
+	// image with the source and dependency list in the Pod, which installs
+	// the dependencies when it starts (Kyma's Serverless 1.9 and later).
+	// Unset: the annotation serverless.kyma-project.io/buildless-mode
+	// ("enabled" or "disabled") if the CR has it, else the mode in effect
+	// (status.functionMode), else the mode of the Serverless installation
+	// the manager takes over, else "build". A switch rolls every Function
+	// once (README: Buildless mode).
+	// +kubebuilder:validation:Enum="";build;buildless
+	// +optional
+	FunctionMode string `json:"functionMode,omitempty"`
+
 	// EnableNetworkPolicies installs NetworkPolicies that allow exactly the
 	// traffic the module needs. Default false.
 	// +optional
@@ -147,3 +160,15 @@ type Endpoint struct {
 	// +kubebuilder:validation:XValidation:rule="self == '' || isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an absolute http or https URL, or empty for none"
 	Endpoint string `json:"endpoint"`
 }
+
+// The modes of spec.functionMode, also the chart value functionMode and the
+// Function controller's APP_FUNCTION_MODE.
+const (
+	FunctionModeBuild     = "build"
+	FunctionModeBuildless = "buildless"
+)
+
+// BuildlessModeAnnotation on the Serverless CR chose the mode in
+// serverless-operator 1.8–1.11: "enabled" for buildless, "disabled" for
+// build. It keeps that meaning while spec.functionMode is unset.
+const BuildlessModeAnnotation = "serverless.kyma-project.io/buildless-mode"

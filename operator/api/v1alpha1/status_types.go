@@ -125,6 +125,10 @@ type ServerlessStatus struct {
 
 // EffectiveConfiguration is the configuration in effect, defaults included.
 type EffectiveConfiguration struct {
+	// FunctionMode in effect: "build" or "buildless".
+	// +kubebuilder:validation:Enum=build;buildless
+	// +optional
+	FunctionMode string `json:"functionMode,omitempty"`
 	// DockerRegistry is "internal" or the external registry's server address.
 	DockerRegistry string `json:"dockerRegistry,omitempty"`
 	// EventingEndpoint Functions publish events to.

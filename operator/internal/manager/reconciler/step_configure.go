@@ -27,6 +27,11 @@ import (
 // and the effective configuration shown in the status.
 func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 	facts, err := r.facts(ctx, s.cr)
+	facts.Mode = values.ModeFacts{
+		Annotation: s.cr.Annotations[v1alpha1.BuildlessModeAnnotation],
+		InEffect:   s.cr.Status.FunctionMode,
+		TakenOver:  s.upstream.mode(),
+	}
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonClusterReadFailed, fmt.Errorf("reading the cluster: %w", err), true)
 	}
@@ -57,6 +62,9 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 	}
 	if ignored := built.Effective.BuildExecutorArgsIgnored; ignored != "" {
 		msg += "; functionBuildExecutorArgs without effect on the module's builder: " + ignored
+	}
+	if built.Values.FunctionMode == v1alpha1.FunctionModeBuildless && built.Values.DockerRegistry.EnableInternal {
+		msg += "; Functions run buildless: the internal registry stays until dockerRegistry.enableInternal is false"
 	}
 	s.setCondition(v1alpha1.ConditionConfigured, metav1.ConditionTrue, reason, msg)
 	return true

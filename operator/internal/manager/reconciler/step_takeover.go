@@ -13,6 +13,17 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 )
 
+// stepUpstream looks for serverless-operator's installation, whose mode the
+// configuration keeps and which the takeover steps adopt.
+func (r *Reconciler) stepUpstream(ctx context.Context, s *state) bool {
+	up, err := r.upstream(ctx, s.cr)
+	if err != nil {
+		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonClusterReadFailed, err, true)
+	}
+	s.upstream = up
+	return true
+}
+
 // stepTakeover prepares the takeover of an installation of
 // serverless-operator 1.x (README: Taking over serverless-operator): every
 // object the chart renders that upstream applied is handed to the manager
@@ -22,14 +33,9 @@ import (
 // (Deployment selectors), so Deployments, the registry's volume and its
 // credentials stay. Without upstream's traces it costs nothing.
 func (r *Reconciler) stepTakeover(ctx context.Context, s *state) bool {
-	up, err := r.upstream(ctx, s.cr)
-	if err != nil {
-		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
-	}
-	if up == nil {
+	if s.upstream == nil {
 		return true
 	}
-	s.upstream = up
 	for _, o := range s.objs {
 		ref, ok := managedRef(o, s.cr.Namespace)
 		if !ok {

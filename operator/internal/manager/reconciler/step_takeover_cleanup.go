@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
-	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
 )
 
 // ReasonTakenOver is the Normal event that reports a finished takeover.
@@ -98,7 +97,7 @@ func (r *Reconciler) deleteUpstreamOnly(ctx context.Context, ref objectRef) (boo
 	if live == nil || err != nil {
 		return false, err
 	}
-	if !appliedByUpstream(live) || apply.AppliedByManager(live) || live.GetDeletionTimestamp() != nil {
+	if !appliedByUpstream(live) || live.GetDeletionTimestamp() != nil {
 		return false, nil
 	}
 	err = r.client.Delete(ctx, live, client.Preconditions{UID: &live.UID},

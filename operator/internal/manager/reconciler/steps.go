@@ -39,6 +39,7 @@ func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 		{"paused", r.stepPaused},
 		{"inventory", r.stepInventory},
 		{"finalizer", r.stepFinalizer},
+		{"upstream", r.stepUpstream},
 		{"configure", r.stepConfigure},
 		{"render", r.stepRender},
 		{"takeover", r.stepTakeover},

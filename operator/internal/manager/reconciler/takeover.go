@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,8 +21,9 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
-// What serverless-operator 1.x (kyma-project/serverless, components/operator,
-// the build-based line up to 1.8.4) leaves in a cluster, as its sources say.
+// What serverless-operator 1.x (kyma-project/serverless, components/operator:
+// the build-based line up to 1.8.4 and the buildless one, 1.9 to 1.13)
+// leaves in a cluster, as its sources say.
 const (
 	// UpstreamFinalizer is the finalizer it puts on the Serverless CR.
 	UpstreamFinalizer = "serverless-operator.kyma-project.io/deletion-hook"
@@ -46,6 +48,17 @@ type upstreamInstall struct {
 	// operator/pkg/kinds, namespaced ones in the CR's namespace.
 	cache   *corev1.Secret
 	objects []objectRef
+	// functionMode is how its Functions run, read from its manifest
+	// (empty when the cache Secret is gone).
+	functionMode string
+}
+
+// mode is the Function mode of the installation; empty without one.
+func (u *upstreamInstall) mode() string {
+	if u == nil {
+		return ""
+	}
+	return u.functionMode
 }
 
 // objectRef names one object of a manifest.
@@ -86,7 +99,7 @@ func (r *Reconciler) upstream(ctx context.Context, cr *v1alpha1.Serverless) (*up
 	}
 	if found {
 		up.cache = secret
-		if up.objects, err = upstreamObjects(secret, cr.Namespace); err != nil {
+		if up.objects, up.functionMode, err = upstreamObjects(secret, cr.Namespace); err != nil {
 			return nil, fmt.Errorf("serverless-operator's %s: %w", key, err)
 		}
 	}
@@ -102,30 +115,59 @@ func (r *Reconciler) apiGet(ctx context.Context, key types.NamespacedName, into 
 }
 
 // upstreamObjects lists the objects of the cache Secret's manifest that the
-// module may own; others are never acted on.
-func upstreamObjects(secret *corev1.Secret, namespace string) ([]objectRef, error) {
+// module may own (others are never acted on) and the Function mode the
+// manifest installed.
+func upstreamObjects(secret *corev1.Secret, namespace string) ([]objectRef, string, error) {
 	raw, ok := secret.Data[UpstreamCacheKey]
 	if !ok {
-		return nil, nil
+		return nil, "", nil
 	}
 	var cached struct {
 		Manifest string
 	}
 	if err := json.Unmarshal(raw, &cached); err != nil {
-		return nil, fmt.Errorf("decoding key %q: %w", UpstreamCacheKey, err)
+		return nil, "", fmt.Errorf("decoding key %q: %w", UpstreamCacheKey, err)
 	}
 	objs, err := manifest.Decode([]byte(cached.Manifest))
 	if err != nil {
-		return nil, fmt.Errorf("decoding the manifest: %w", err)
+		return nil, "", fmt.Errorf("decoding the manifest: %w", err)
 	}
 	var out []objectRef
+	mode := v1alpha1.FunctionModeBuild
 	for _, o := range objs {
 		ref, ok := managedRef(o, namespace)
 		if ok {
 			out = append(out, ref)
 		}
+		if runsBuildlessController(o) {
+			mode = v1alpha1.FunctionModeBuildless
+		}
 	}
-	return out, nil
+	return out, mode, nil
+}
+
+// UpstreamBuildlessController is the image repository of upstream's
+// buildless Function controller (1.9 on, and 1.8's opt-in chart).
+const UpstreamBuildlessController = "function-buildless-controller"
+
+// runsBuildlessController tells whether o is a Deployment running
+// upstream's buildless Function controller: the sign of a buildless chart.
+func runsBuildlessController(o *unstructured.Unstructured) bool {
+	if o.GetKind() != "Deployment" {
+		return false
+	}
+	containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		image, _, _ := unstructured.NestedString(m, "image")
+		if strings.Contains(image, "/"+UpstreamBuildlessController+":") || strings.Contains(image, "/"+UpstreamBuildlessController+"@") {
+			return true
+		}
+	}
+	return false
 }
 
 // managedRef names o as the module would own it: a kind of the table, a
@@ -211,14 +253,22 @@ func mergeTrees(a, b map[string]any) map[string]any {
 	return a
 }
 
-// appliedByUpstream tells whether serverless-operator applied obj and still
-// labels it as its own: both must hold before its object is deleted.
+// appliedByUpstream tells whether serverless-operator applied obj and the
+// manager does not own it. Up to 1.9 it applied as UpstreamManager and
+// labelled its objects so: both must hold. From 1.10 on it applies under
+// the manager's own field manager name and labels nothing as its own, so
+// there an apply entry of that name on an object without the manager's
+// managed-by label is upstream's.
 func appliedByUpstream(obj metav1.Object) bool {
-	if obj.GetLabels()[module.LabelManagedBy] != UpstreamManager {
+	managedBy := obj.GetLabels()[module.LabelManagedBy]
+	if managedBy == module.ManagedBy {
 		return false
 	}
 	return slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
-		return e.Manager == UpstreamManager && e.Operation == metav1.ManagedFieldsOperationApply
+		if e.Operation != metav1.ManagedFieldsOperationApply {
+			return false
+		}
+		return (e.Manager == UpstreamManager && managedBy == UpstreamManager) || e.Manager == module.ManagerName
 	})
 }
 

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -86,22 +88,51 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: serverless}
 `
-	spec, err := json.Marshal(map[string]any{"ManagerUID": "x", "CustomFlags": map[string]any{}, "Manifest": manifest})
-	require.NoError(t, err)
+	cache := func(manifest string) []byte {
+		spec, err := json.Marshal(map[string]any{"ManagerUID": "x", "CustomFlags": map[string]any{}, "Manifest": manifest})
+		require.NoError(t, err)
+		return spec
+	}
+	controller := func(image string) string {
+		return `
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serverless-ctrl-mngr, namespace: kyma-system}
+spec:
+  template:
+    spec:
+      containers: [{name: manager, image: "` + image + `"}]
+`
+	}
 	tests := []struct {
-		name    string
-		data    map[string][]byte
-		want    []string
-		wantErr bool
+		name     string
+		data     map[string][]byte
+		want     []string
+		wantMode string
+		wantErr  bool
 	}{
-		{name: "managed kinds in the module namespace or cluster-scoped", data: map[string][]byte{UpstreamCacheKey: spec},
-			want: []string{"ConfigMap kyma-system/serverless.function.cli-compat", "ConfigMap kyma-system/no-namespace-given", "ClusterRole serverless"}},
+		{name: "managed kinds in the module namespace or cluster-scoped", data: map[string][]byte{UpstreamCacheKey: cache(manifest)},
+			want:     []string{"ConfigMap kyma-system/serverless.function.cli-compat", "ConfigMap kyma-system/no-namespace-given", "ClusterRole serverless"},
+			wantMode: v1alpha1.FunctionModeBuild},
+		{name: "1.8.4's build chart: build mode",
+			data:     map[string][]byte{UpstreamCacheKey: cache(controller("europe-docker.pkg.dev/kyma-project/prod/function-controller:1.8.4"))},
+			want:     []string{"Deployment kyma-system/serverless-ctrl-mngr"},
+			wantMode: v1alpha1.FunctionModeBuild},
+		{name: "1.13's buildless chart: buildless mode",
+			data:     map[string][]byte{UpstreamCacheKey: cache(controller("europe-docker.pkg.dev/kyma-project/prod/function-buildless-controller:1.13.0"))},
+			want:     []string{"Deployment kyma-system/serverless-ctrl-mngr"},
+			wantMode: v1alpha1.FunctionModeBuildless},
+		{name: "a mirrored buildless controller by digest: buildless mode",
+			data:     map[string][]byte{UpstreamCacheKey: cache(controller("mirror.example/kyma/function-buildless-controller@sha256:" + strings.Repeat("a", 64)))},
+			want:     []string{"Deployment kyma-system/serverless-ctrl-mngr"},
+			wantMode: v1alpha1.FunctionModeBuildless},
 		{name: "no key: nothing", data: map[string][]byte{}},
 		{name: "not JSON: an error", data: map[string][]byte{UpstreamCacheKey: []byte("{")}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			refs, err := upstreamObjects(&corev1.Secret{Data: tc.data}, "kyma-system")
+			refs, mode, err := upstreamObjects(&corev1.Secret{Data: tc.data}, "kyma-system")
 			if tc.wantErr {
 				require.Error(t, err)
 				return
@@ -112,6 +143,7 @@ metadata: {name: serverless}
 				got = append(got, r.String())
 			}
 			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.wantMode, mode)
 		})
 	}
 }
@@ -129,6 +161,14 @@ func TestAppliedByUpstream(t *testing.T) {
 		{name: "labelled and applied by upstream", labels: labelled, fields: applied, want: true},
 		{name: "a copy with upstream's labels, written by someone else", labels: labelled, fields: updated},
 		{name: "applied by upstream but relabelled (taken over)", labels: map[string]string{module.LabelManagedBy: module.ManagedBy}, fields: applied},
+		{name: "applied by upstream 1.10+ under the manager's name, labelled by its chart",
+			labels: map[string]string{module.LabelManagedBy: "kustomize"}, fields: []metav1.ManagedFieldsEntry{{Manager: module.ManagerName, Operation: metav1.ManagedFieldsOperationApply}}, want: true},
+		{name: "applied by upstream 1.10+, no managed-by label",
+			fields: []metav1.ManagedFieldsEntry{{Manager: module.ManagerName, Operation: metav1.ManagedFieldsOperationApply}}, want: true},
+		{name: "applied by the manager itself",
+			labels: map[string]string{module.LabelManagedBy: module.ManagedBy}, fields: []metav1.ManagedFieldsEntry{{Manager: module.ManagerName, Operation: metav1.ManagedFieldsOperationApply}}},
+		{name: "upstream's manager name 1.10+ but only updated, never applied",
+			fields: []metav1.ManagedFieldsEntry{{Manager: module.ManagerName, Operation: metav1.ManagedFieldsOperationUpdate}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,6 +63,9 @@ func variants() []variant {
 		}, facts: values.Facts{Nodes: 1, ImageOverrides: map[string]string{"function_controller": "mirror.example/fc:1.8.4"}}},
 		{name: "network-policies", spec: v1alpha1.ServerlessSpec{EnableNetworkPolicies: true}, facts: values.Facts{Nodes: 3}},
 		{name: "replicas", facts: values.Facts{Nodes: 3}, extra: map[string]any{"controller": map[string]any{"replicas": int64(2)}}},
+		{name: "buildless", spec: v1alpha1.ServerlessSpec{FunctionMode: v1alpha1.FunctionModeBuildless}, facts: values.Facts{Nodes: 3}},
+		{name: "buildless-internal-registry", spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}},
+			facts: values.Facts{Nodes: 3, NodePort: 32140, Mode: values.ModeFacts{Annotation: "enabled"}}},
 		// Not a golden: every switch on at once, for the dry run and the kinds check.
 		{name: "everything", spec: v1alpha1.ServerlessSpec{EnableNetworkPolicies: true, DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}},
 			facts: values.Facts{Nodes: 3, InternalCredentials: &values.Credentials{Username: fixed(20), Password: fixed(40)}},
@@ -137,27 +140,35 @@ func TestRenderIsDeterministic(t *testing.T) {
 	}
 }
 
+// byName is the rendered object of that kind and name.
+func byName(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("%s %s not rendered", kind, name)
+	return nil
+}
+
+// env is the literal env of a Deployment's first container.
+func env(d *unstructured.Unstructured) map[string]string {
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	out := map[string]string{}
+	for _, e := range containers[0].(map[string]any)["env"].([]any) {
+		m := e.(map[string]any)
+		if v, ok := m["value"].(string); ok {
+			out[m["name"].(string)] = v
+		}
+	}
+	return out
+}
+
 func TestChartFacts(t *testing.T) {
 	r := renderer(t)
 	byName := func(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
-		for _, o := range objs {
-			if o.GetKind() == kind && o.GetName() == name {
-				return o
-			}
-		}
-		t.Fatalf("%s %s not rendered", kind, name)
-		return nil
-	}
-	env := func(d *unstructured.Unstructured) map[string]string {
-		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-		out := map[string]string{}
-		for _, e := range containers[0].(map[string]any)["env"].([]any) {
-			m := e.(map[string]any)
-			if v, ok := m["value"].(string); ok {
-				out[m["name"].(string)] = v
-			}
-		}
-		return out
+		return byName(t, objs, kind, name)
 	}
 	vs := variants()
 
@@ -342,4 +353,50 @@ func TestVariantsRenderWhatTheySwitch(t *testing.T) {
 	for name, c := range count {
 		assert.Zero(t, c["ValidatingWebhookConfiguration"]+c["MutatingWebhookConfiguration"], name)
 	}
+}
+
+// Buildless mode renders nothing that only builds use: no Dockerfiles, no
+// Function ServiceAccount, no registry Secret unless the internal registry
+// stays; the controller gets buildless mode and the buildless presets.
+func TestBuildlessRendersNoBuildObjects(t *testing.T) {
+	r := renderer(t)
+	byVariant := map[string][]*unstructured.Unstructured{}
+	for _, v := range variants() {
+		byVariant[v.name] = v.render(t, r)
+	}
+	names := func(objs []*unstructured.Unstructured) []string {
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.GetKind()+"/"+o.GetName())
+		}
+		return out
+	}
+	build, buildless := names(byVariant["default"]), names(byVariant["buildless"])
+	for _, rt := range v1alpha2.Runtimes() {
+		assert.Contains(t, build, "ConfigMap/dockerfile-"+string(rt))
+		assert.NotContains(t, buildless, "ConfigMap/dockerfile-"+string(rt))
+	}
+	for _, name := range []string{"ServiceAccount/serverless-function", "Secret/" + module.RegistrySecretName} {
+		assert.Contains(t, build, name)
+		assert.NotContains(t, buildless, name)
+	}
+	withRegistry := names(byVariant["buildless-internal-registry"])
+	assert.Contains(t, withRegistry, "Secret/"+module.RegistrySecretName, "the internal registry keeps its credentials")
+	assert.Contains(t, withRegistry, "Deployment/serverless-docker-registry")
+	assert.NotContains(t, withRegistry, "ServiceAccount/serverless-function")
+
+	resourceConfig := func(objs []*unstructured.Unstructured) string {
+		return env(byName(t, objs, "Deployment", "serverless-ctrl-mngr"))["APP_FUNCTION_RESOURCE_CONFIG"]
+	}
+	var rc struct {
+		Function struct {
+			Resources struct {
+				Presets map[string]map[string]string `json:"presets"`
+			} `json:"resources"`
+		} `json:"function"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(resourceConfig(byVariant["default"])), &rc))
+	assert.Equal(t, "192Mi", rc.Function.Resources.Presets["XS"]["limitMemory"], "build mode keeps 1.8.4's presets")
+	require.NoError(t, yaml.Unmarshal([]byte(resourceConfig(byVariant["buildless"])), &rc))
+	assert.Equal(t, "256Mi", rc.Function.Resources.Presets["XS"]["limitMemory"], "buildless mode has 1.13's presets")
 }

@@ -49,6 +49,8 @@ type Facts struct {
 	ImageOverrides map[string]string
 	// NewSecret returns a fresh random alphanumeric string of length n.
 	NewSecret func(n int) string
+	// Mode is what the Function mode depends on besides spec.functionMode.
+	Mode ModeFacts
 }
 
 // ConfigError is a spec the manager cannot act on; Reason goes into the
@@ -83,6 +85,7 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 	}
 	buildPreset, podPreset := DefaultPresets(f.Nodes)
 	v := Values{
+		FunctionMode: FunctionMode(spec.FunctionMode, f.Mode),
 		Global: Global{RegistryNodePort: DefaultRegistryNodePort},
 		Controller: Controller{
 			LogLevel:  or(spec.LogLevel, DefaultLogLevel),
@@ -127,6 +130,7 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 	res.Values = v
 	c := v.Controller.Configuration
 	res.Effective = v1alpha1.EffectiveConfiguration{
+		FunctionMode:             v.FunctionMode,
 		DockerRegistry:           registryShown,
 		EventingEndpoint:         c.FunctionPublisherProxyAddress,
 		TracingEndpoint:          c.FunctionTraceCollectorEndpoint,

@@ -13,6 +13,8 @@ import (
 // Values is the part of the chart's values the manager sets. Keys the
 // manager leaves empty keep the chart's defaults.
 type Values struct {
+	// FunctionMode is v1alpha1.FunctionModeBuild or FunctionModeBuildless.
+	FunctionMode    string         `json:"functionMode"`
 	Global          Global         `json:"global"`
 	DockerRegistry  DockerRegistry `json:"dockerRegistry"`
 	Controller      Controller     `json:"controller"`
