@@ -1,9 +1,11 @@
-// Package upstreamtest puts into a cluster what serverless-operator 1.8.4
-// leaves there after installing the module, from the fixtures in
-// tests/e2e/testdata/upstream-1.8.4: the chart's objects server-side applied
-// as upstream applies them, the Serverless CR with upstream's finalizer and
-// status, and the manifest cache Secret that records upstream's manifest.
-// Integration (envtest) and e2e tests of the takeover share it.
+// Package upstreamtest puts into a cluster what serverless-operator leaves
+// there after installing the module, from the fixtures in
+// tests/e2e/testdata/upstream-<version>: the chart's objects server-side
+// applied as upstream applies them, the Serverless CR with upstream's
+// finalizer and status, and the manifest cache Secret that records
+// upstream's manifest. Two releases: 1.8.4 (the last build-based one) and
+// 1.13.0 (buildless). Integration (envtest) and e2e tests of the takeover
+// share it.
 package upstreamtest
 
 import (
@@ -19,33 +21,76 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 )
 
-// Dir holds the fixtures, relative to the repository root.
+// Dir holds the 1.8.4 fixtures, relative to the repository root.
 const Dir = "tests/e2e/testdata/upstream-1.8.4"
 
-// Facts of serverless-operator 1.8.4 (components/operator) the fixtures
-// follow; the manager has its own copy (reconciler.Upstream*), which tests
-// compare with these.
+// Facts of serverless-operator (components/operator) the fixtures follow;
+// the manager has its own copy (reconciler.Upstream*), which tests compare
+// with these.
 const (
 	Namespace   = "kyma-system"
 	Finalizer   = "serverless-operator.kyma-project.io/deletion-hook"
-	Manager     = "serverless-operator"
+	Manager     = "serverless-operator" // 1.8.4's field manager
 	CacheSecret = "serverless-manifest-cache"
-	// OnlyUpstream is what upstream's chart renders and this module's does not.
+	// OnlyUpstream is what 1.8.4's chart renders and this module's does not.
 	OnlyUpstream = "serverless.function.cli-compat"
 )
 
-// crdLabels are the labels upstream's Function CRD carries (its own, not the
-// chart's common labels).
-var crdLabels = map[string]string{
-	"app.kubernetes.io/component": "serverless", "app.kubernetes.io/instance": "functions.serverless.kyma-project.io",
-	"app.kubernetes.io/managed-by": "kustomize", "app.kubernetes.io/name": "serverless", "app.kubernetes.io/part-of": "serverless",
-	"app.kubernetes.io/version": "main", "kyma-project.io/module": "serverless",
+// Release is what differs between the releases the fixtures describe.
+type Release struct {
+	// Dir holds the fixtures, relative to the repository root.
+	Dir string
+	// Manager is the field manager of its server-side applies.
+	Manager string
+	// CRDLabels are the labels its Function CRD carries (its own, not the
+	// chart's common labels).
+	CRDLabels map[string]string
+	// Flags are the custom flags its manifest cache records.
+	Flags map[string]any
+}
+
+// Release184 is serverless-operator 1.8.4 with the internal registry.
+func Release184() Release {
+	return Release{
+		Dir:     Dir,
+		Manager: Manager,
+		CRDLabels: map[string]string{
+			"app.kubernetes.io/component": "serverless", "app.kubernetes.io/instance": "functions.serverless.kyma-project.io",
+			"app.kubernetes.io/managed-by": "kustomize", "app.kubernetes.io/name": "serverless", "app.kubernetes.io/part-of": "serverless",
+			"app.kubernetes.io/version": "main", "kyma-project.io/module": "serverless",
+		},
+		Flags: map[string]any{
+			"dockerRegistry": map[string]any{"enableInternal": true},
+			"global": map[string]any{
+				"commonLabels":     map[string]any{"app.kubernetes.io/managed-by": Manager},
+				"registryNodePort": 32137,
+			},
+		},
+	}
+}
+
+// Release1130 is serverless-operator 1.13.0, buildless. From 1.10 on it
+// applies under the field manager name the manager uses too (contract
+// buildless §5.4).
+func Release1130() Release {
+	return Release{
+		Dir:     "tests/e2e/testdata/upstream-1.13.0",
+		Manager: "serverless-manager",
+		CRDLabels: map[string]string{
+			"app.kubernetes.io/component": "controller", "app.kubernetes.io/name": "serverless", "app.kubernetes.io/instance": "serverless",
+			"app.kubernetes.io/part-of": "serverless", "app.kubernetes.io/version": "1.13.0", "kyma-project.io/module": "serverless",
+		},
+		Flags: map[string]any{
+			"global": map[string]any{"commonLabels": map[string]any{"app.kubernetes.io/managed-by": "serverless-operator"}},
+		},
+	}
 }
 
 // Installation is one upstream installation.
@@ -56,12 +101,18 @@ type Installation struct {
 	Objects []*unstructured.Unstructured
 	// Cache is the manifest cache Secret.
 	Cache *corev1.Secret
+	// manager applies the objects.
+	manager string
 }
 
-// Load reads the fixtures under root (the repository root). The Function
-// CRD is this repository's (charts/serverless/crds) with upstream's labels.
-func Load(root string) (*Installation, error) {
-	dir := filepath.Join(root, Dir)
+// Load reads the 1.8.4 fixtures under root (the repository root).
+func Load(root string) (*Installation, error) { return LoadRelease(root, Release184()) }
+
+// LoadRelease reads rel's fixtures under root (the repository root). The
+// Function CRD is this repository's (charts/serverless/crds) with
+// upstream's labels.
+func LoadRelease(root string, rel Release) (*Installation, error) {
+	dir := filepath.Join(root, rel.Dir)
 	crs, err := manifest.ReadFile(filepath.Join(dir, "serverless.yaml"))
 	if err != nil {
 		return nil, err
@@ -87,7 +138,7 @@ func Load(root string) (*Installation, error) {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		maps.Copy(labels, crdLabels)
+		maps.Copy(labels, rel.CRDLabels)
 		crd.SetLabels(labels)
 		data, err := yaml.Marshal(crd.Object)
 		if err != nil {
@@ -101,15 +152,9 @@ func Load(root string) (*Installation, error) {
 	// The operator's record: the flags it rendered with and the manifest
 	// (components/operator/internal/chart/cache.go: key "spec", JSON).
 	spec, err := json.Marshal(map[string]any{
-		"ManagerUID": "3f0c5a52-6c1e-4a8e-9f55-upstream",
-		"CustomFlags": map[string]any{
-			"dockerRegistry": map[string]any{"enableInternal": true},
-			"global": map[string]any{
-				"commonLabels":     map[string]any{"app.kubernetes.io/managed-by": Manager},
-				"registryNodePort": 32137,
-			},
-		},
-		"Manifest": rendered.String(),
+		"ManagerUID":  "3f0c5a52-6c1e-4a8e-9f55-upstream",
+		"CustomFlags": rel.Flags,
+		"Manifest":    rendered.String(),
 	})
 	if err != nil {
 		return nil, err
@@ -121,6 +166,7 @@ func Load(root string) (*Installation, error) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: CacheSecret},
 			Data:       map[string][]byte{"spec": spec},
 		},
+		manager: rel.Manager,
 	}, nil
 }
 
@@ -131,7 +177,7 @@ func Load(root string) (*Installation, error) {
 // needs to (on envtest nobody else does).
 func (i *Installation) Install(ctx context.Context, c client.Client) error {
 	for _, o := range i.Objects {
-		if err := apply(ctx, c, o.DeepCopy()); err != nil {
+		if err := apply(ctx, c, o.DeepCopy(), i.manager); err != nil {
 			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
@@ -155,8 +201,8 @@ func (i *Installation) Install(ctx context.Context, c client.Client) error {
 // says is taken (a Service of an earlier test, or a port its repair loop
 // still holds for a deleted one) is left to the API server to choose, as
 // upstream's operator picks another free port when its default is taken.
-func apply(ctx context.Context, c client.Client, o *unstructured.Unstructured) error {
-	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(Manager), client.ForceOwnership)
+func apply(ctx context.Context, c client.Client, o *unstructured.Unstructured, manager string) error {
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(manager), client.ForceOwnership)
 	if o.GetKind() != "Service" || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "provided port is already allocated") {
 		return err
 	}
@@ -169,7 +215,7 @@ func apply(ctx context.Context, c client.Client, o *unstructured.Unstructured) e
 	if err := unstructured.SetNestedSlice(o.Object, ports, "spec", "ports"); err != nil {
 		return err
 	}
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(Manager), client.ForceOwnership)
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(manager), client.ForceOwnership)
 }
 
 // Object returns the installation's object of kind and name, nil if none.
@@ -179,5 +225,91 @@ func (i *Installation) Object(kind, name string) *unstructured.Unstructured {
 			return o
 		}
 	}
+	return nil
+}
+
+// FunctionManager is the field manager of what upstream's buildless
+// controller writes: it updates without naming one, so the API server
+// records its binary's name (contract buildless §2.7).
+const FunctionManager = "manager"
+
+// LoadFunctions reads rel's functions.yaml: Functions, each followed by the
+// Deployment and Service upstream's controller made for it.
+func LoadFunctions(root string, rel Release) ([]*unstructured.Unstructured, error) {
+	return manifest.ReadFile(filepath.Join(root, rel.Dir, "functions.yaml"))
+}
+
+// InstallFunctions creates objs (from LoadFunctions) as upstream's
+// controller left them: each Function with its status, then its Deployment
+// and Service labelled with its UID and owned by it.
+func InstallFunctions(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	owners := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		o = o.DeepCopy()
+		key := o.GetNamespace() + "/" + o.GetLabels()[functionNameLabel]
+		if o.GetKind() == "Function" {
+			if err := createFunction(ctx, c, o); err != nil {
+				return err
+			}
+			owners[o.GetNamespace()+"/"+o.GetName()] = o
+			continue
+		}
+		fn := owners[key]
+		if fn == nil {
+			return fmt.Errorf("%s %s: no Function %s before it", o.GetKind(), o.GetName(), key)
+		}
+		if err := ownedBy(o, fn); err != nil {
+			return err
+		}
+		if err := c.Create(ctx, o, client.FieldOwner(FunctionManager)); err != nil {
+			return fmt.Errorf("creating %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+const (
+	functionNameLabel = "serverless.kyma-project.io/function-name"
+	uuidLabel         = "serverless.kyma-project.io/uuid"
+)
+
+// createFunction creates fn and writes its status, the UID in its Pod
+// selector.
+func createFunction(ctx context.Context, c client.Client, fn *unstructured.Unstructured) error {
+	status, _, _ := unstructured.NestedMap(fn.Object, "status")
+	delete(fn.Object, "status")
+	if err := c.Create(ctx, fn, client.FieldOwner(FunctionManager)); err != nil {
+		return fmt.Errorf("creating Function %s: %w", fn.GetName(), err)
+	}
+	if sel, ok := status["podSelector"].(string); ok {
+		status["podSelector"] = strings.Replace(sel, uuidLabel+"=UID", uuidLabel+"="+string(fn.GetUID()), 1)
+	}
+	fn.Object["status"] = status
+	if err := c.Status().Update(ctx, fn, client.FieldOwner(FunctionManager)); err != nil {
+		return fmt.Errorf("writing Function %s's status: %w", fn.GetName(), err)
+	}
+	return nil
+}
+
+// ownedBy labels o (and its selector and Pod template) with fn's UID and
+// makes fn its controller.
+func ownedBy(o, fn *unstructured.Unstructured) error {
+	uid := string(fn.GetUID())
+	labels := o.GetLabels()
+	labels[uuidLabel] = uid
+	o.SetLabels(labels)
+	paths := [][]string{{"spec", "selector"}}
+	if o.GetKind() == "Deployment" {
+		paths = [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}}
+	}
+	for _, p := range paths {
+		if err := unstructured.SetNestedField(o.Object, uid, append(p, uuidLabel)...); err != nil {
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	o.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: fn.GetAPIVersion(), Kind: fn.GetKind(), Name: fn.GetName(), UID: fn.GetUID(),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}})
 	return nil
 }

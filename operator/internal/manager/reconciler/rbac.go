@@ -6,7 +6,8 @@ package reconciler
 //  1. Cluster-scoped objects of the chart: list/watch (the cache, by label)
 //     and create cannot be limited by name; get, patch (server-side apply)
 //     and delete are limited to the names the chart renders (and rendered
-//     before: the webhook's, for uninstalling older installs).
+//     before: the webhook's, for uninstalling older installs; upstream's
+//     1.10+ controller role, for the takeover).
 //  2. Namespaced objects of the module: ClusterRole
 //     serverless-manager-namespaced (package scope/namespaced, its own
 //     file config/rbac/role_namespaced.yaml), bound in the manager's
@@ -28,6 +29,9 @@ package reconciler
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;patch;delete,resourceNames=serverless-priority
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=list;watch;create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;patch;delete,resourceNames=serverless;serverless-webhook
+// The Function controller's ClusterRole and binding of serverless-operator
+// 1.10 and later, which the takeover deletes:
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;delete,resourceNames=serverless-manager-role;serverless-manager-rolebinding
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;delete,resourceNames=validation.webhook.serverless.kyma-project.io;defaulting.webhook.serverless.kyma-project.io
 //
