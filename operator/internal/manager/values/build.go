@@ -86,7 +86,7 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 	buildPreset, podPreset := DefaultPresets(f.Nodes)
 	v := Values{
 		FunctionMode: FunctionMode(spec.FunctionMode, f.Mode),
-		Global: Global{RegistryNodePort: DefaultRegistryNodePort},
+		Global:       Global{RegistryNodePort: DefaultRegistryNodePort},
 		Controller: Controller{
 			LogLevel:  or(spec.LogLevel, DefaultLogLevel),
 			LogFormat: or(spec.LogFormat, DefaultLogFormat),
