@@ -9,8 +9,10 @@ package main
 // requests while idle and after a restart, and its memory, next to the
 // figures of the published 1.8.4 controller and the targets of issue 12.
 //
-// It runs twice: with a distinct source per Function, so no build can be
-// shared, and with identical sources per runtime. Our image tag is 1.8.4's
+// It runs three times: with a distinct source per Function, so no build can
+// be shared, with identical sources per runtime, and in buildless mode (the
+// CR's functionMode; no builds) with distinct sources, printed beside the
+// first run and the reference figures of release 1.13's own controller. Our image tag is 1.8.4's
 // formula (contract §2.4), which starts with the Function's UID, so that
 // Functions 1.8.4 built are adopted without a rebuild; the consequence is
 // that identical sources still build once per Function, and the second run
@@ -56,7 +58,19 @@ const (
 // fnVariant is one run of the scenario.
 type fnVariant struct {
 	name      string
-	identical bool // every Function of a runtime has the same source and dependencies
+	identical bool   // every Function of a runtime has the same source and dependencies
+	mode      string // the CR's functionMode
+}
+
+// fnVariantNamed is the variant of a -function-sources name.
+func fnVariantNamed(name string) (fnVariant, bool) {
+	switch name {
+	case "distinct", "identical":
+		return fnVariant{name: name, identical: name == "identical", mode: v1alpha1.FunctionModeBuild}, true
+	case "buildless":
+		return fnVariant{name: name, mode: v1alpha1.FunctionModeBuildless}, true
+	}
+	return fnVariant{}, false
 }
 
 // fnFigures of one variant.
@@ -101,18 +115,48 @@ func runFunctions(variants []fnVariant, idle time.Duration) error {
 		return err
 	}
 
-	var all []fnFigures
+	byName := map[string]fnFigures{}
 	for _, v := range variants {
+		if err := b.useMode(ctx, cr, v.mode); err != nil {
+			return err
+		}
 		f, err := b.variant(ctx, v, idle)
 		if err != nil {
 			return fmt.Errorf("%s sources: %w", v.name, err)
 		}
-		all = append(all, f)
+		byName[v.name] = f
 	}
-	if len(all) == 2 {
-		printSharing(all[0], all[1])
+	distinct, okD := byName["distinct"]
+	if identical, ok := byName["identical"]; ok && okD {
+		printSharing(distinct, identical)
+	}
+	if buildless, ok := byName["buildless"]; ok && okD {
+		printModes(distinct, buildless)
 	}
 	return nil
+}
+
+// useMode switches the module to mode (no Function exists meanwhile) and
+// waits until the manager installed it.
+func (b *fnBench) useMode(ctx context.Context, cr *v1alpha1.Serverless, mode string) error {
+	if err := b.c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+		return err
+	}
+	if cr.Status.FunctionMode == mode {
+		return nil
+	}
+	b.log("switching the module to " + mode + " mode")
+	cr.Spec.FunctionMode = mode
+	if err := b.c.Update(ctx, cr); err != nil {
+		return fmt.Errorf("switching to %s mode: %w", mode, err)
+	}
+	return framework.Poll(ctx, 3*time.Minute, "the CR to be Ready in "+mode+" mode", func(ctx context.Context) (bool, string, error) {
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return false, "", err
+		}
+		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation && cr.Status.FunctionMode == mode,
+			fmt.Sprintf("state %s, mode %q", cr.Status.State, cr.Status.FunctionMode), nil
+	}, func() string { return b.mgr.Tail(40) })
 }
 
 // startFnBench brings the local cluster up with the manager's
@@ -226,7 +270,7 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 	if err := b.createAll(ctx, fns); err != nil {
 		return f, err
 	}
-	if err := b.waitAllRunning(ctx, namespaces, len(fns), fc.Process); err != nil {
+	if err := b.waitAllRunning(ctx, namespaces, len(fns), v.mode, fc.Process); err != nil {
 		return f, err
 	}
 	runningAt := time.Now()
@@ -331,8 +375,19 @@ func (b *fnBench) createAll(ctx context.Context, fns []*v1alpha2.Function) error
 }
 
 // isRunning: the three conditions True for the current generation.
-func isRunning(fn *v1alpha2.Function) bool {
-	for _, typ := range []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionBuildReady, v1alpha2.ConditionRunning} {
+func isRunning(fn *v1alpha2.Function) bool { return isRunningIn(fn, v1alpha1.FunctionModeBuild) }
+
+// conditionsOf are the conditions a Running Function has in mode.
+func conditionsOf(mode string) []string {
+	if mode == v1alpha1.FunctionModeBuildless {
+		return []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionRunning}
+	}
+	return []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionBuildReady, v1alpha2.ConditionRunning}
+}
+
+// isRunningIn: the conditions of mode True for the current generation.
+func isRunningIn(fn *v1alpha2.Function, mode string) bool {
+	for _, typ := range conditionsOf(mode) {
 		if c := findCondition(fn, typ); c == nil || c.Status != corev1.ConditionTrue {
 			return false
 		}
@@ -340,7 +395,7 @@ func isRunning(fn *v1alpha2.Function) bool {
 	return fn.Status.ObservedGeneration == fn.Generation
 }
 
-func (b *fnBench) waitAllRunning(ctx context.Context, namespaces []string, want int, fc *framework.Process) error {
+func (b *fnBench) waitAllRunning(ctx context.Context, namespaces []string, want int, mode string, fc *framework.Process) error {
 	last := time.Now()
 	return framework.Poll(ctx, 15*time.Minute, fmt.Sprintf("%d Functions to be Running", want), func(ctx context.Context) (bool, string, error) {
 		if exited, err := fc.Exited(); exited {
@@ -353,11 +408,11 @@ func (b *fnBench) waitAllRunning(ctx context.Context, namespaces []string, want 
 				return false, "", err
 			}
 			for i := range list.Items {
-				if isRunning(&list.Items[i]) {
+				if isRunningIn(&list.Items[i], mode) {
 					running++
 					continue
 				}
-				states[waitingOn(&list.Items[i])]++
+				states[waitingOnIn(&list.Items[i], mode)]++
 			}
 		}
 		summary := fmt.Sprintf("%d of %d Running; others: %v", running, want, states)
@@ -370,8 +425,10 @@ func (b *fnBench) waitAllRunning(ctx context.Context, namespaces []string, want 
 }
 
 // waitingOn names the first condition of a Function that is not True.
-func waitingOn(fn *v1alpha2.Function) string {
-	for _, typ := range []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionBuildReady, v1alpha2.ConditionRunning} {
+func waitingOn(fn *v1alpha2.Function) string { return waitingOnIn(fn, v1alpha1.FunctionModeBuild) }
+
+func waitingOnIn(fn *v1alpha2.Function, mode string) string {
+	for _, typ := range conditionsOf(mode) {
 		c := findCondition(fn, typ)
 		if c == nil {
 			return typ + " missing"
@@ -588,6 +645,10 @@ func (b *fnBench) tally(mark framework.AuditMark, user string) (auditTally, erro
 }
 
 func (f fnFigures) print() {
+	if f.variant.mode == v1alpha1.FunctionModeBuildless {
+		f.printBuildless()
+		return
+	}
 	n := f.functions
 	per := func(x int) string { return fmt.Sprintf("%.2f", float64(x)/float64(n)) }
 	sources := "a distinct source per Function"
@@ -630,4 +691,48 @@ func printSharing(unique, identical fnFigures) {
 		"kept so that images 1.8.4 built are adopted without a rebuild), so identical sources still build once per Function.\n",
 		identical.buildsStarted, unique.buildsStarted, identical.toRunning.Seconds(), unique.toRunning.Seconds(),
 		identical.run.writes(), unique.run.writes())
+}
+
+// printBuildless prints the buildless run beside release 1.13's reference
+// (issue 22: its own controller, 300 inline Functions in 10 namespaces on a
+// 3-node local cluster of this kind of machine) and the targets.
+func (f fnFigures) printBuildless() {
+	n := f.functions
+	per := func(x int) string { return fmt.Sprintf("%.2f", float64(x)/float64(n)) }
+	fmt.Printf("\nBuildless mode: %d inline Functions (%d per runtime, a distinct source per Function) in %d namespaces, created at once;\n"+
+		"3 fake nodes, no builds, Function Pods preset %s\n", n, fnTotal/len(v1alpha2.Runtimes()), fnNamespaces, fnRuntimePods)
+	row := func(name, value, ref, target string) {
+		fmt.Printf("  %-40s %-30s %-22s %s\n", name, value, ref, target)
+	}
+	row("figure", "value", "1.13 (reference)", "target")
+	row("created → all Running", fmt.Sprintf("%.1fs", f.toRunning.Seconds()), "23.8s", "≤ 14.3s (0.6×)")
+	row("writes per Function", fmt.Sprintf("%s (%d)", per(f.run.writes()), f.run.writes()), "11 (5 status, 4 events)", "≤ 4")
+	row("  of which Function status writes", fmt.Sprintf("%s (%d)", per(f.run.statusWrites()), f.run.statusWrites()), "5", "")
+	row("  of which events", fmt.Sprintf("%s (%d)", per(f.run.events()), f.run.events()), "4", "")
+	row("reads per Function", fmt.Sprintf("%s (%d)", per(f.run.reads()), f.run.reads()), "4.3", "≤ 0.5")
+	row("failed requests (count×code)", f.run.failures(), "", "")
+	row(fmt.Sprintf("requests while idle %s", f.idleFor), fmt.Sprintf("%d", f.idle.total()), "76 in 30s", "0")
+	row("writes after a restart, nothing changed", fmt.Sprintf("%d (reads: %d)", f.restart.writes(), f.restart.reads()), "", "0")
+	row("controller RSS after all Running (peak)", fmt.Sprintf("%.1f MiB (%.1f MiB)", mib(f.mem.rss), mib(f.mem.hwm)), "66 MiB", "≤ 52.8 MiB (0.8×)")
+	row("  of which anonymous / file-backed", fmt.Sprintf("%.1f MiB / %.1f MiB", mib(f.mem.anon), mib(f.mem.file)), "", "")
+	row("  Go heap in use / runtime total", fmt.Sprintf("%.1f MiB / %.1f MiB", mib(f.mem.heapInUse), mib(f.mem.goSys)), "", "")
+	fmt.Printf("  writes by verb and resource (per Function): %s\n", f.run.breakdown(false, n))
+	fmt.Printf("  reads by verb and resource: %s\n", f.run.breakdown(true, 0))
+	fmt.Printf("  idle: %s\n", f.idle.breakdown(false, 0)+"; reads: "+f.idle.breakdown(true, 0))
+	fmt.Printf("  after the restart (%d reconciles): writes: %s; reads: %s\n", f.restartReconciles, f.restart.breakdown(false, 0), f.restart.breakdown(true, 0))
+	fmt.Printf("  (the controller went quiet %.0fs after the last Function was Running)\n", f.settleTime.Seconds())
+}
+
+// printModes puts the two modes' figures side by side.
+func printModes(build, buildless fnFigures) {
+	per := func(f fnFigures, x int) string { return fmt.Sprintf("%.2f", float64(x)/float64(f.functions)) }
+	fmt.Printf("\nBuild mode vs buildless mode (distinct sources, same cluster):\n")
+	row := func(name, a, b string) { fmt.Printf("  %-40s %-22s %s\n", name, a, b) }
+	row("figure", "build", "buildless")
+	row("created → all Running", fmt.Sprintf("%.1fs", build.toRunning.Seconds()), fmt.Sprintf("%.1fs", buildless.toRunning.Seconds()))
+	row("writes per Function", per(build, build.run.writes()), per(buildless, buildless.run.writes()))
+	row("reads per Function", per(build, build.run.reads()), per(buildless, buildless.run.reads()))
+	row("requests while idle", fmt.Sprintf("%d", build.idle.total()), fmt.Sprintf("%d", buildless.idle.total()))
+	row("writes after a restart", fmt.Sprintf("%d", build.restart.writes()), fmt.Sprintf("%d", buildless.restart.writes()))
+	row("controller RSS after all Running", fmt.Sprintf("%.1f MiB", mib(build.mem.rss)), fmt.Sprintf("%.1f MiB", mib(buildless.mem.rss)))
 }

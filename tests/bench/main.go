@@ -45,7 +45,7 @@ import (
 func main() {
 	scale := flag.Bool("scale", false, "fill the cluster with 200 namespaces × 5 Functions, 1,000 Secrets and 1,000 ConfigMaps first")
 	functions := flag.Bool("functions", false, "instead: the Function controller with 300 Functions created at once (see functions.go)")
-	variants := flag.String("function-sources", "distinct,identical", "with -functions: which runs, in order (distinct: a source per Function; identical: one per runtime)")
+	variants := flag.String("function-sources", "distinct,identical,buildless", "with -functions: which runs, in order (distinct: a source per Function; identical: one per runtime; buildless: distinct sources in buildless mode)")
 	idle := flag.Duration("idle", 30*time.Second, "how long to count requests while nothing changes")
 	builds := flag.Bool("builds", false, "instead: real builds of a Node Function with npm dependencies against a registry process (builds.go)")
 	busy := flag.Bool("busy-namespace", false, "instead: the manager's memory with the CR installed, before and after 2,000 Secrets and 2,000 Services are added to the module namespace (busy.go)")
@@ -55,11 +55,12 @@ func main() {
 	if *functions {
 		var vs []fnVariant
 		for _, name := range strings.Split(*variants, ",") {
-			if name != "distinct" && name != "identical" {
-				fmt.Fprintf(os.Stderr, "bench: -function-sources: %q is neither distinct nor identical\n", name)
+			v, ok := fnVariantNamed(name)
+			if !ok {
+				fmt.Fprintf(os.Stderr, "bench: -function-sources: %q is none of distinct, identical, buildless\n", name)
 				os.Exit(2)
 			}
-			vs = append(vs, fnVariant{name: name, identical: name == "identical"})
+			vs = append(vs, v)
 		}
 		err = runFunctions(vs, *idle)
 	} else if *builds {
