@@ -65,7 +65,9 @@ func TestSwitchFunctionMode(t *testing.T) {
 	ctx := t.Context()
 	fnNS := "switch-mode"
 	require.NoError(t, f.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}}))
-	t.Cleanup(func() { _ = f.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}}) })
+	t.Cleanup(func() {
+		_ = f.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
+	})
 	names := []string{"node", "py"}
 	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "node", v1alpha2.RuntimeNodejs22, "built")))
 	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "py", v1alpha2.RuntimePython312, "built")))
