@@ -23,6 +23,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
@@ -79,7 +80,7 @@ func usage(flags *flag.FlagSet) {
 }
 
 func envNames() []string {
-	return []string{
+	names := []string{
 		config.EnvMetricsAddress, config.EnvHealthzAddress, config.EnvHealthzLivenessTimeout,
 		config.EnvLeaderElectionEnabled, config.EnvLeaderElectionID, config.EnvLogConfigPath,
 		config.EnvBaseNamespace, config.EnvBaseDefaultSecretName, config.EnvExcludedNamespaces,
@@ -89,7 +90,13 @@ func envNames() []string {
 		config.EnvRequeueDuration, config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration,
 		config.EnvResourceConfig, config.EnvBuildExecutorArgs,
 		config.EnvBuildRepoFetcherImage, config.EnvBuildMaxSimultaneousJobs,
+		config.EnvRegistryCleanupDelay, config.EnvRegistryCleanupInterval,
+		config.EnvFunctionMode, config.EnvBuildlessInitImage,
 	}
+	for _, rt := range v1alpha2.Runtimes() {
+		names = append(names, config.EnvRuntimeImage(rt))
+	}
+	return names
 }
 
 func run() error {

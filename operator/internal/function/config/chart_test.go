@@ -26,7 +26,11 @@ import (
 
 // knownVariables are all the variables Load reads; the chart must set no other.
 func knownVariables() []string {
-	return []string{config.EnvMetricsAddress, config.EnvHealthzAddress, config.EnvHealthzLivenessTimeout,
+	vars := []string{config.EnvFunctionMode, config.EnvBuildlessInitImage}
+	for _, rt := range v1alpha2.Runtimes() {
+		vars = append(vars, config.EnvRuntimeImage(rt))
+	}
+	return append(vars, config.EnvMetricsAddress, config.EnvHealthzAddress, config.EnvHealthzLivenessTimeout,
 		config.EnvLeaderElectionEnabled, config.EnvLeaderElectionID, config.EnvLogConfigPath, config.EnvBaseNamespace,
 		config.EnvBaseDefaultSecretName, config.EnvExcludedNamespaces, config.EnvConfigMapRequeueDuration,
 		config.EnvSecretRequeueDuration, config.EnvServiceAccountRequeueDuration, config.EnvPublisherProxyAddress,
@@ -34,7 +38,7 @@ func knownVariables() []string {
 		config.EnvImagePullAccountName, config.EnvTargetCPUUtilizationPercentage, config.EnvRequeueDuration,
 		config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration, config.EnvResourceConfig,
 		config.EnvBuildExecutorArgs, config.EnvBuildRepoFetcherImage,
-		config.EnvBuildMaxSimultaneousJobs}
+		config.EnvBuildMaxSimultaneousJobs)
 }
 
 // rendered is what the chart gives the controller: its env and the log
@@ -143,6 +147,23 @@ func TestChartEnvironment(t *testing.T) {
 			name: "chart defaults", namespace: "kyma-system",
 			values:  func(*testing.T) map[string]any { return nil },
 			want:    func() config.Config { return chartEnvironment("kyma-system") },
+			wantLog: config.LogConfig{Level: "info", Format: "json"}, functionDefault: "L", buildDefault: "normal",
+		},
+		{
+			name: "chart buildless", namespace: "kyma-system",
+			values: func(*testing.T) map[string]any { return map[string]any{"functionMode": "buildless"} },
+			want: func() config.Config {
+				c := chartEnvironment("kyma-system")
+				c.Mode = config.ModeBuildless
+				c.Buildless = config.BuildlessConfig{
+					InitImage:     "europe-docker.pkg.dev/kyma-project/prod/function-buildless-init:1.13.0",
+					RuntimeImages: map[v1alpha2.Runtime]string{},
+				}
+				for _, rt := range v1alpha2.Runtimes() {
+					c.Buildless.RuntimeImages[rt] = "europe-docker.pkg.dev/kyma-project/prod/function-runtime-" + string(rt) + ":1.13.0"
+				}
+				return c
+			},
 			wantLog: config.LogConfig{Level: "info", Format: "json"}, functionDefault: "L", buildDefault: "normal",
 		},
 		{
