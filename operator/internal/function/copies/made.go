@@ -29,6 +29,7 @@ func Made(ctx context.Context, api client.Reader, base string) ([]client.Object,
 			}
 			for i := range list.Items {
 				obj := newOfKind(kind)
+				obj.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kindOf(kind)))
 				list.Items[i].ObjectMeta.DeepCopyInto(objectMeta(obj))
 				if obj.GetNamespace() != base && IsCopy(obj) {
 					out = append(out, obj)
