@@ -1,7 +1,9 @@
 // Command function-controller builds and runs Functions
 // (serverless.kyma-project.io/v1alpha2): source ConfigMap → build Job →
 // Deployment, Service and HPA, plus the per-namespace copies of the
-// registry Secret, the runtime Dockerfiles and the Function ServiceAccount.
+// registry Secret, the runtime Dockerfiles and the Function ServiceAccount;
+// or, with APP_FUNCTION_MODE=buildless, release 1.13's Deployment and
+// Service per Function (no build).
 // It is configured exactly like the published 1.8.4 controller: APP_*
 // environment variables and the log configuration file.
 package main
@@ -166,7 +168,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	logger.Info("starting", "baseNamespace", cfg.BaseNamespace, "leaderElection", cfg.LeaderElectionEnabled,
+	logger.Info("starting", "mode", cfg.Mode, "baseNamespace", cfg.BaseNamespace, "leaderElection", cfg.LeaderElectionEnabled,
 		"maxSimultaneousBuilds", cfg.Build.MaxSimultaneousJobs, "excluded", strings.Join(cfg.ExcludedNamespaces, ","))
 	return mgr.Start(ctx)
 }
