@@ -1,7 +1,9 @@
 // Command function-controller builds and runs Functions
 // (serverless.kyma-project.io/v1alpha2): source ConfigMap → build Job →
 // Deployment, Service and HPA, plus the per-namespace copies of the
-// registry Secret, the runtime Dockerfiles and the Function ServiceAccount.
+// registry Secret, the runtime Dockerfiles and the Function ServiceAccount;
+// or, with APP_FUNCTION_MODE=buildless, release 1.13's Deployment and
+// Service per Function (no build).
 // It is configured exactly like the published 1.8.4 controller: APP_*
 // environment variables and the log configuration file.
 package main
@@ -23,6 +25,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
@@ -79,7 +82,7 @@ func usage(flags *flag.FlagSet) {
 }
 
 func envNames() []string {
-	return []string{
+	names := []string{
 		config.EnvMetricsAddress, config.EnvHealthzAddress, config.EnvHealthzLivenessTimeout,
 		config.EnvLeaderElectionEnabled, config.EnvLeaderElectionID, config.EnvLogConfigPath,
 		config.EnvBaseNamespace, config.EnvBaseDefaultSecretName, config.EnvExcludedNamespaces,
@@ -89,7 +92,13 @@ func envNames() []string {
 		config.EnvRequeueDuration, config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration,
 		config.EnvResourceConfig, config.EnvBuildExecutorArgs,
 		config.EnvBuildRepoFetcherImage, config.EnvBuildMaxSimultaneousJobs,
+		config.EnvRegistryCleanupDelay, config.EnvRegistryCleanupInterval,
+		config.EnvFunctionMode, config.EnvBuildlessInitImage,
 	}
+	for _, rt := range v1alpha2.Runtimes() {
+		names = append(names, config.EnvRuntimeImage(rt))
+	}
+	return names
 }
 
 func run() error {
@@ -159,7 +168,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	logger.Info("starting", "baseNamespace", cfg.BaseNamespace, "leaderElection", cfg.LeaderElectionEnabled,
+	logger.Info("starting", "mode", cfg.Mode, "baseNamespace", cfg.BaseNamespace, "leaderElection", cfg.LeaderElectionEnabled,
 		"maxSimultaneousBuilds", cfg.Build.MaxSimultaneousJobs, "excluded", strings.Join(cfg.ExcludedNamespaces, ","))
 	return mgr.Start(ctx)
 }

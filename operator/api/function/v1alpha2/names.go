@@ -89,4 +89,9 @@ const (
 	ReasonFunctionConfigured = "FunctionConfigured"
 	// ReasonJobWaiting (BuildReady Unknown): all build slots are taken.
 	ReasonJobWaiting = "JobWaiting"
+
+	// Release 1.13's (buildless mode).
+	// ReasonFunctionSpecValidated (ConfigurationReady True): the Function is
+	// valid and its sources resolved.
+	ReasonFunctionSpecValidated = "FunctionSpecValidated"
 )

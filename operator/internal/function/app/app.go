@@ -27,6 +27,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/cleanup"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/copies"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/leftovers"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/reconciler"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
@@ -65,6 +66,12 @@ func NewScheme() (*runtime.Scheme, error) {
 // dropped from every cached object: nothing reads them, and with 300
 // Functions they cost about 6 MiB (make bench); an update sent without them
 // keeps the server's.
+//
+// In buildless mode only Functions, their Deployments and Services, and
+// the registry Secret of the base namespace (the registry clean-up) are
+// cached: no Jobs, build Pods, ConfigMaps, ServiceAccounts or copies. A read
+// of any other kind through the cache is an error there, not a new
+// cluster-wide watch.
 func CacheOptions(cfg *config.Config) (cache.Options, error) {
 	managed := labels.SelectorFromSet(labels.Set{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController})
 	req, err := labels.NewRequirement(v1alpha2.LabelConfig, selection.Exists, nil)
@@ -72,6 +79,18 @@ func CacheOptions(cfg *config.Config) (cache.Options, error) {
 		return cache.Options{}, err
 	}
 	bases := labels.NewSelector().Add(*req)
+	if cfg.Mode == config.ModeBuildless {
+		return cache.Options{
+			DefaultTransform:            cache.TransformStripManagedFields(),
+			ReaderFailOnMissingInformer: true,
+			ByObject: map[client.Object]cache.ByObject{
+				&v1alpha2.Function{}: {},
+				&appsv1.Deployment{}: {Label: managed},
+				&corev1.Service{}:    {Label: managed},
+				&corev1.Secret{}:     {Namespaces: map[string]cache.Config{cfg.BaseNamespace: {LabelSelector: bases}}},
+			},
+		}, nil
+	}
 	perNamespace := func(base labels.Selector) cache.ByObject {
 		return cache.ByObject{Namespaces: map[string]cache.Config{
 			cfg.BaseNamespace:   {LabelSelector: base},
@@ -103,8 +122,9 @@ type Options struct {
 	Metrics prometheus.Registerer
 }
 
-// Setup adds the Function reconciler and the copies reconciler to mgr. The
-// returned tracker backs the liveness check.
+// Setup adds the Function reconciler and, in build mode, the copies
+// reconciler to mgr, or in buildless mode the removal of what build mode
+// left. The returned tracker backs the liveness check.
 func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	if opts.Workers == 0 {
 		opts.Workers = DefaultWorkers
@@ -113,19 +133,31 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	slots := reconciler.NewBuildSlots(mgr.GetCache(), opts.Config.Build.MaxSimultaneousJobs, metrics)
-	pkgs, err := packageConfigCache(mgr, opts.Config.PackageRegistryConfigSecretName)
-	if err != nil {
-		return nil, err
+	rOpts := reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader()}
+	var slots *reconciler.BuildSlots
+	if opts.Config.Mode == config.ModeBuildless {
+		sweeper := leftovers.New(mgr.GetAPIReader(), mgr.GetClient(), opts.Config.BaseNamespace, mgr.GetLogger().WithName("leftovers"))
+		if err := mgr.Add(sweeper); err != nil {
+			return nil, fmt.Errorf("adding the removal of build mode's leftovers: %w", err)
+		}
+		rOpts.Leftovers = sweeper
+	} else {
+		slots = reconciler.NewBuildSlots(mgr.GetCache(), opts.Config.Build.MaxSimultaneousJobs, metrics)
+		if rOpts.PackageConfigs, err = packageConfigCache(mgr, opts.Config.PackageRegistryConfigSecretName); err != nil {
+			return nil, err
+		}
 	}
-	r := reconciler.New(mgr.GetClient(), mgr.GetEventRecorder(module.FunctionController().Name), metrics, slots,
-		reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader(), PackageConfigs: pkgs})
+	r := reconciler.New(mgr.GetClient(), mgr.GetEventRecorder(module.FunctionController().Name), metrics, slots, rOpts)
 	inflight := reconciler.NewInFlight()
 	if err := r.SetupWithManager(mgr, opts.Workers, inflight); err != nil {
 		return nil, fmt.Errorf("setting up the Function controller: %w", err)
 	}
+	var builds cleanup.Builds
+	if slots != nil {
+		builds = slots
+	}
 	cleaner := cleanup.New(cleanup.Cleaner{
-		Reader: mgr.GetClient(), API: mgr.GetAPIReader(), Informers: mgr.GetCache(), Builds: slots,
+		Reader: mgr.GetClient(), API: mgr.GetAPIReader(), Informers: mgr.GetCache(), Builds: builds,
 		Connect: func(address string, creds authn.Basic, insecure bool) (cleanup.Registry, cleanup.GarbageCollector, error) {
 			reg, err := cleanup.NewRemoteRegistry(address, &creds, insecure, nil)
 			agent := &registryagent.Client{URL: registryagent.URL(opts.Config.BaseNamespace), Username: creds.Username, Password: creds.Password}
@@ -136,6 +168,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	})
 	if err := mgr.Add(cleaner); err != nil {
 		return nil, fmt.Errorf("adding the registry clean-up: %w", err)
+	}
+	if opts.Config.Mode == config.ModeBuildless {
+		return inflight, nil
 	}
 	cfg := opts.Config
 	if err := copies.New(mgr.GetClient(), mgr.GetAPIReader(), &cfg).SetupWithManager(mgr); err != nil {

@@ -1,6 +1,9 @@
 package app_test
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,8 +57,14 @@ func typeName(obj client.Object) string {
 		return "Function"
 	case *appsv1.Deployment:
 		return "Deployment"
-	default:
+	case *corev1.Service:
+		return "Service"
+	case *corev1.Secret:
+		return "Secret"
+	case *batchv1.Job:
 		return "Job"
+	default:
+		return fmt.Sprintf("%T", obj)
 	}
 }
 
@@ -94,4 +103,23 @@ func TestCacheHoldsBuildPodsSlim(t *testing.T) {
 	assert.Empty(t, pod.Spec.Containers)
 	assert.Equal(t, corev1.PodSucceeded, pod.Status.Phase)
 	assert.Equal(t, []corev1.ContainerStatus{{Name: "build", State: corev1.ContainerState{Terminated: done}}}, pod.Status.ContainerStatuses)
+}
+
+// In buildless mode the cache holds Functions, their Deployments and
+// Services and the base namespace's registry Secret; no build kind, no
+// copies. Reading another kind is an error, never a new cluster-wide watch.
+func TestBuildlessCacheHoldsNoBuildKinds(t *testing.T) {
+	opts, err := app.CacheOptions(&config.Config{BaseNamespace: "kyma-system", Mode: config.ModeBuildless})
+	require.NoError(t, err)
+	assert.True(t, opts.ReaderFailOnMissingInformer)
+	var kinds []string
+	for obj, by := range opts.ByObject {
+		kinds = append(kinds, typeName(obj))
+		if _, ok := obj.(*corev1.Secret); ok {
+			assert.Equal(t, []string{"kyma-system"}, slices.Collect(maps.Keys(by.Namespaces)), "Secrets of the base namespace only")
+		}
+	}
+	slices.Sort(kinds)
+	assert.Equal(t, []string{"Deployment", "Function", "Secret", "Service"}, kinds)
+	assert.NotNil(t, opts.DefaultTransform, "managed fields dropped")
 }

@@ -129,7 +129,8 @@ type env struct {
 	c      client.Client // test client, straight to the API server
 	rest   *rest.Config
 	writes *writes
-	stop   func() // stops the running controller
+	cfg    config.Config // of the next controller started
+	stop   func()        // stops the running controller
 }
 
 // start runs the Function controller (Function reconciler and copies) against
@@ -147,7 +148,7 @@ func start(t *testing.T) *env {
 	require.NoError(t, err)
 	c, err := client.New(te.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	e := &env{c: c, rest: te.Config, writes: &writes{n: map[string]map[string]int{}}}
+	e := &env{c: c, rest: te.Config, writes: &writes{n: map[string]map[string]int{}}, cfg: controllerConfig(t)}
 	e.startController(t)
 	t.Cleanup(func() { e.stop() })
 	createBases(t, c)
@@ -187,7 +188,7 @@ func (e *env) startController(t *testing.T) {
 	t.Helper()
 	scheme, err := app.NewScheme()
 	require.NoError(t, err)
-	cfg := controllerConfig(t)
+	cfg := e.cfg
 	cacheOpts, err := app.CacheOptions(&cfg)
 	require.NoError(t, err)
 	mgr, err := ctrl.NewManager(e.rest, manager.Options{

@@ -3,7 +3,9 @@
 // changed its image or went away (and at a long interval regardless):
 //
 //  1. registry: read the module's registry Secret; only the internal
-//     registry is cleaned (an external one is the user's).
+//     registry is cleaned (an external one is the user's). In buildless
+//     mode with the internal registry still on (after a switch), the
+//     images no Deployment runs go; without it there is nothing to do.
 //  2. pause: no build starts until the round ends, and the round waits
 //     until none runs, so nothing pushes while images are deleted and the
 //     registry collects garbage (no build fails because of a clean-up; they
@@ -28,6 +30,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,9 +87,10 @@ type Cleaner struct {
 	// Informers tell when a Function Deployment's image changes or the
 	// Deployment goes (the cache's).
 	Informers Informers
-	Builds    Builds
-	Connect   Connect
-	Config    *config.Config
+	// Builds are paused during a round (nil in buildless mode).
+	Builds  Builds
+	Connect Connect
+	Config  *config.Config
 	// Delay after a trigger, Interval between rounds regardless, PauseFor
 	// the longest wait for running builds.
 	Delay, Interval, PauseFor time.Duration
@@ -183,6 +187,10 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: c.Config.BaseNamespace, Name: c.Config.ImageRegistryDefaultDockerConfigSecretName}
 	if err := c.Reader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Buildless mode without the internal registry: nothing to clean.
+			return Result{Skipped: "no registry Secret " + key.String()}, nil
+		}
 		return Result{}, fmt.Errorf("reading the registry Secret %s: %w", key, err)
 	}
 	reg, err := resources.RegistryFromSecret(secret)
@@ -198,16 +206,19 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 
-	// 2. pause
-	pauseCtx, cancel := context.WithTimeout(ctx, c.PauseFor)
-	resume, err := c.Builds.Pause(pauseCtx)
-	cancel()
-	if err != nil {
-		// Builds kept running: try again after the delay rather than the interval.
-		return Result{Skipped: err.Error(), Again: true}, nil
-	}
+	// 2. pause (buildless mode: nothing builds)
 	paused := time.Now()
-	defer resume()
+	if c.Builds != nil {
+		pauseCtx, cancel := context.WithTimeout(ctx, c.PauseFor)
+		resume, err := c.Builds.Pause(pauseCtx)
+		cancel()
+		if err != nil {
+			// Builds kept running: try again after the delay rather than the interval.
+			return Result{Skipped: err.Error(), Again: true}, nil
+		}
+		paused = time.Now()
+		defer resume()
+	}
 
 	// 3. keep
 	keep, going, err := c.keepRefs(ctx, reg.PushAddress, reg.PullAddress)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
@@ -120,4 +121,49 @@ func TestRound(t *testing.T) {
 			assert.Len(t, res.Kept, 3, "the running image, its dependency layer, the runtime base")
 		})
 	}
+}
+
+// In buildless mode a round pauses nothing and keeps only what Deployments
+// run: after a switch every image the build mode pushed goes (the runtime
+// images come from upstream's registry). Without the registry Secret there
+// is nothing to clean.
+func TestRoundBuildless(t *testing.T) {
+	const push, pull = "reg.kyma-system.svc.cluster.local:5000", "localhost:32137"
+	managed := map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}
+	deployment := func(name, image string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: managed},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "function", Image: image}}}}}}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: "serverless-registry-config-default"},
+		Data: map[string][]byte{"isInternal": []byte("true"), "pushRegAddr": []byte(push), "pullRegAddr": []byte(pull),
+			"username": []byte("u"), "password": []byte("p")}}
+	stored := []Image{
+		{Repository: "ns-switched", Digest: "sha256:a", Tags: []string{"t1"}, Layers: []string{"base", "dep", "srcA"}},
+		{Repository: "ns-override", Digest: "sha256:o", Tags: []string{"v1"}, Layers: []string{"x"}},
+		{Repository: "serverless-dependencies", Digest: "sha256:d", Tags: []string{"k"}, Layers: []string{"dep"}},
+	}
+	cfg := &config.Config{Mode: config.ModeBuildless, BaseNamespace: "kyma-system",
+		ImageRegistryDefaultDockerConfigSecretName: "serverless-registry-config-default"}
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha2.AddToScheme(s))
+	objs := func(extra ...client.Object) *fake.ClientBuilder {
+		return fake.NewClientBuilder().WithScheme(s).WithObjects(append(extra,
+			deployment("switched", "europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs22:1.13.0"),
+			deployment("override", pull+"/ns-override:v1"))...)
+	}
+	reg := &fakeRegistry{images: stored}
+	connect := func(string, authn.Basic, bool) (Registry, GarbageCollector, error) { return reg, nil, nil }
+
+	c := objs(secret).Build()
+	res, err := New(Cleaner{Reader: c, API: c, Connect: connect, Config: cfg}).Round(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, res.Skipped)
+	assert.Equal(t, []string{"ns-switched@sha256:a", "serverless-dependencies@sha256:d"}, reg.deleted)
+
+	c = objs().Build()
+	res, err = New(Cleaner{Reader: c, API: c, Connect: connect, Config: cfg}).Round(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "no registry Secret kyma-system/serverless-registry-config-default", res.Skipped)
 }

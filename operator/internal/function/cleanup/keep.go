@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 )
@@ -55,16 +56,6 @@ func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) (refs []Ref
 		}
 	}
 
-	var jobs batchv1.JobList
-	if err := c.Reader.List(ctx, &jobs, managed); err != nil {
-		return nil, false, fmt.Errorf("listing build Jobs: %w", err)
-	}
-	for _, j := range buildsToKeep(jobs.Items) {
-		if d := resources.JobDestination(j); d != "" {
-			add(d)
-		}
-	}
-
 	var fns v1alpha2.FunctionList
 	if err := c.Reader.List(ctx, &fns); err != nil {
 		return nil, false, fmt.Errorf("listing Functions: %w", err)
@@ -72,6 +63,21 @@ func (c *Cleaner) keepRefs(ctx context.Context, addresses ...string) (refs []Ref
 	for i := range fns.Items {
 		if o := fns.Items[i].Spec.RuntimeImageOverride; o != "" {
 			add(o)
+		}
+	}
+	if c.Config.Mode == config.ModeBuildless {
+		// No build Jobs and no runtime Dockerfiles: Functions run the
+		// runtime images, which the Deployments name.
+		return refs, going, nil
+	}
+
+	var jobs batchv1.JobList
+	if err := c.Reader.List(ctx, &jobs, managed); err != nil {
+		return nil, false, fmt.Errorf("listing build Jobs: %w", err)
+	}
+	for _, j := range buildsToKeep(jobs.Items) {
+		if d := resources.JobDestination(j); d != "" {
+			add(d)
 		}
 	}
 

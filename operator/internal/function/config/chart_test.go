@@ -26,7 +26,11 @@ import (
 
 // knownVariables are all the variables Load reads; the chart must set no other.
 func knownVariables() []string {
-	return []string{config.EnvMetricsAddress, config.EnvHealthzAddress, config.EnvHealthzLivenessTimeout,
+	vars := []string{config.EnvFunctionMode, config.EnvBuildlessInitImage}
+	for _, rt := range v1alpha2.Runtimes() {
+		vars = append(vars, config.EnvRuntimeImage(rt))
+	}
+	return append(vars, config.EnvMetricsAddress, config.EnvHealthzAddress, config.EnvHealthzLivenessTimeout,
 		config.EnvLeaderElectionEnabled, config.EnvLeaderElectionID, config.EnvLogConfigPath, config.EnvBaseNamespace,
 		config.EnvBaseDefaultSecretName, config.EnvExcludedNamespaces, config.EnvConfigMapRequeueDuration,
 		config.EnvSecretRequeueDuration, config.EnvServiceAccountRequeueDuration, config.EnvPublisherProxyAddress,
@@ -34,7 +38,7 @@ func knownVariables() []string {
 		config.EnvImagePullAccountName, config.EnvTargetCPUUtilizationPercentage, config.EnvRequeueDuration,
 		config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration, config.EnvResourceConfig,
 		config.EnvBuildExecutorArgs, config.EnvBuildRepoFetcherImage,
-		config.EnvBuildMaxSimultaneousJobs}
+		config.EnvBuildMaxSimultaneousJobs)
 }
 
 // rendered is what the chart gives the controller: its env and the log
@@ -146,6 +150,23 @@ func TestChartEnvironment(t *testing.T) {
 			wantLog: config.LogConfig{Level: "info", Format: "json"}, functionDefault: "L", buildDefault: "normal",
 		},
 		{
+			name: "chart buildless", namespace: "kyma-system",
+			values: func(*testing.T) map[string]any { return map[string]any{"functionMode": "buildless"} },
+			want: func() config.Config {
+				c := chartEnvironment("kyma-system")
+				c.Mode = config.ModeBuildless
+				c.Buildless = config.BuildlessConfig{
+					InitImage:     "europe-docker.pkg.dev/kyma-project/prod/function-buildless-init:1.13.0",
+					RuntimeImages: map[v1alpha2.Runtime]string{},
+				}
+				for _, rt := range v1alpha2.Runtimes() {
+					c.Buildless.RuntimeImages[rt] = "europe-docker.pkg.dev/kyma-project/prod/function-runtime-" + string(rt) + ":1.13.0"
+				}
+				return c
+			},
+			wantLog: config.LogConfig{Level: "info", Format: "json"}, functionDefault: "L", buildDefault: "normal",
+		},
+		{
 			name: "manager defaults", namespace: "kyma-system",
 			values: func(t *testing.T) map[string]any {
 				return managerValues(t, v1alpha1.ServerlessSpec{}, values.Facts{Namespace: "kyma-system", Nodes: 3}, nil)
@@ -214,7 +235,7 @@ func TestChartEnvironment(t *testing.T) {
 			want.Build.RepoFetcherImage = got.Build.RepoFetcherImage
 			assert.Equal(t, want, got)
 
-			assertChartPresets(t, resources, tt.functionDefault, tt.buildDefault)
+			assertChartPresets(t, resources, got.Mode, tt.functionDefault, tt.buildDefault)
 
 			logConfig, err := config.ReadLogConfig(r.logFile)
 			require.NoError(t, err)
@@ -224,9 +245,15 @@ func TestChartEnvironment(t *testing.T) {
 }
 
 // assertChartPresets checks the presets against contract §2.4 and the
-// chart's minimums, which the controller now reads (1.8.4 did not).
-func assertChartPresets(t *testing.T, rc config.ResourceConfig, functionDefault, buildDefault string) {
+// chart's minimums, which the controller now reads (1.8.4 did not); in
+// buildless mode the Function presets are release 1.13's, whose XS has
+// 256Mi (buildless contract §4.2).
+func assertChartPresets(t *testing.T, rc config.ResourceConfig, mode config.Mode, functionDefault, buildDefault string) {
 	t.Helper()
+	xsLimitMemory := "192Mi"
+	if mode == config.ModeBuildless {
+		xsLimitMemory = "256Mi"
+	}
 	tables := []struct {
 		name           string
 		presets        config.Presets
@@ -235,7 +262,7 @@ func assertChartPresets(t *testing.T, rc config.ResourceConfig, functionDefault,
 		sizes          map[string][4]string
 	}{
 		{"function", rc.Function, functionDefault, "10m", "16Mi", map[string][4]string{
-			"XS": {"50m", "64Mi", "150m", "192Mi"},
+			"XS": {"50m", "64Mi", "150m", xsLimitMemory},
 			"S":  {"100m", "128Mi", "200m", "256Mi"},
 			"M":  {"200m", "256Mi", "400m", "512Mi"},
 			"L":  {"400m", "512Mi", "800m", "1024Mi"},

@@ -5,11 +5,15 @@
 package config
 
 import (
-	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
-
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
 )
 
 // Environment variables the controller reads (contract §2.2). Names and code
@@ -43,6 +47,26 @@ const (
 	EnvBuildMaxSimultaneousJobs        = "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS"
 	EnvRegistryCleanupDelay            = "APP_REGISTRY_CLEANUP_DELAY"
 	EnvRegistryCleanupInterval         = "APP_REGISTRY_CLEANUP_INTERVAL"
+	// Buildless mode (ours; release 1.13 reads these from its config file).
+	EnvFunctionMode       = "APP_FUNCTION_MODE"
+	EnvBuildlessInitImage = "APP_FUNCTION_BUILDLESS_INIT_IMAGE"
+)
+
+// EnvRuntimeImage is the variable naming the runtime image of rt in
+// buildless mode, e.g. APP_FUNCTION_RUNTIME_IMAGE_NODEJS24.
+func EnvRuntimeImage(rt v1alpha2.Runtime) string {
+	return "APP_FUNCTION_RUNTIME_IMAGE_" + strings.ToUpper(string(rt))
+}
+
+// Mode is how Functions run, for the whole module.
+type Mode string
+
+const (
+	// ModeBuild builds an image per Function (Job, registry) and runs it.
+	ModeBuild Mode = v1alpha1.FunctionModeBuild
+	// ModeBuildless runs the runtime image with the source in the Pod's env
+	// and dependencies installed at Pod start, as release 1.13 does.
+	ModeBuildless Mode = v1alpha1.FunctionModeBuildless
 )
 
 // Config is the controller's whole environment configuration. Every field
@@ -89,6 +113,20 @@ type Config struct {
 	// between clean-ups.
 	RegistryCleanupDelay    time.Duration // APP_REGISTRY_CLEANUP_DELAY
 	RegistryCleanupInterval time.Duration // APP_REGISTRY_CLEANUP_INTERVAL
+
+	Mode      Mode            // APP_FUNCTION_MODE
+	Buildless BuildlessConfig // read in both modes, required in buildless mode
+}
+
+// BuildlessConfig are the images of buildless mode. Their exact strings
+// are part of every Function's Pod template: the chart pins release 1.13's,
+// so its Deployments are adopted without a rollout.
+type BuildlessConfig struct {
+	// RuntimeImages by runtime, APP_FUNCTION_RUNTIME_IMAGE_<RUNTIME>.
+	RuntimeImages map[v1alpha2.Runtime]string
+	// InitImage clones Git sources in the Pod's init container
+	// (APP_FUNCTION_BUILDLESS_INIT_IMAGE).
+	InitImage string
 }
 
 // BuildConfig configures build Jobs.
@@ -165,6 +203,27 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		},
 		RegistryCleanupDelay:    r.duration(EnvRegistryCleanupDelay, DefaultRegistryCleanupDelay),
 		RegistryCleanupInterval: r.duration(EnvRegistryCleanupInterval, DefaultRegistryCleanupInterval),
+		Mode:                    r.mode(EnvFunctionMode),
+		Buildless:               BuildlessConfig{InitImage: r.image(EnvBuildlessInitImage)},
+	}
+	for _, rt := range v1alpha2.Runtimes() {
+		if img := r.image(EnvRuntimeImage(rt)); img != "" {
+			if c.Buildless.RuntimeImages == nil {
+				c.Buildless.RuntimeImages = map[v1alpha2.Runtime]string{}
+			}
+			c.Buildless.RuntimeImages[rt] = img
+		}
+	}
+	if c.Mode == ModeBuildless {
+		// Without them no Function could run; say so at start, not per Pod.
+		for _, rt := range v1alpha2.Runtimes() {
+			if c.Buildless.RuntimeImages[rt] == "" {
+				r.fail(EnvRuntimeImage(rt), "", fmt.Errorf("required in %s mode: the image Functions of runtime %s run", ModeBuildless, rt))
+			}
+		}
+		if c.Buildless.InitImage == "" {
+			r.fail(EnvBuildlessInitImage, "", fmt.Errorf("required in %s mode: the image that clones Git Functions' sources", ModeBuildless))
+		}
 	}
 	// 1.8.4 parses this knob and uses it nowhere; a bad value still stops it,
 	// so it is checked here too and then dropped (the ready requeue is

@@ -1,12 +1,14 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 )
 
@@ -47,6 +49,7 @@ func defaults() config.Config {
 		},
 		RegistryCleanupDelay:    10 * time.Second,
 		RegistryCleanupInterval: time.Hour,
+		Mode:                    config.ModeBuild,
 	}
 }
 
@@ -124,6 +127,17 @@ func TestLoadVariable(t *testing.T) {
 			want: func(c *config.Config) { c.RegistryCleanupDelay = time.Second }, invalid: []string{"soon"}},
 		{env: "APP_REGISTRY_CLEANUP_INTERVAL", value: "10m",
 			want: func(c *config.Config) { c.RegistryCleanupInterval = 10 * time.Minute }, invalid: []string{"hourly"}},
+		{env: "APP_FUNCTION_MODE", value: "build", want: func(c *config.Config) {}, invalid: []string{"Build", "buildless-mode", "enabled"}},
+		// In build mode the buildless images are read, not required.
+		{env: "APP_FUNCTION_RUNTIME_IMAGE_NODEJS24", value: "europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs24:1.13.0",
+			want: func(c *config.Config) {
+				c.Buildless.RuntimeImages = map[v1alpha2.Runtime]string{
+					v1alpha2.RuntimeNodejs24: "europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs24:1.13.0"}
+			}, invalid: []string{"function-runtime nodejs24:1.13.0"}},
+		{env: "APP_FUNCTION_BUILDLESS_INIT_IMAGE", value: "europe-docker.pkg.dev/kyma-project/prod/function-buildless-init:1.13.0",
+			want: func(c *config.Config) {
+				c.Buildless.InitImage = "europe-docker.pkg.dev/kyma-project/prod/function-buildless-init:1.13.0"
+			}, invalid: []string{"init\timage"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
@@ -178,6 +192,52 @@ func TestLoadDoesNotReadOtherVariables(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, defaults(), got)
+}
+
+// buildlessEnv is a complete buildless configuration, as the chart renders it.
+func buildlessEnv() map[string]string {
+	vars := map[string]string{
+		"APP_FUNCTION_MODE":                 "buildless",
+		"APP_FUNCTION_BUILDLESS_INIT_IMAGE": "europe-docker.pkg.dev/kyma-project/prod/function-buildless-init:1.13.0",
+	}
+	for _, rt := range []string{"nodejs20", "nodejs22", "nodejs24", "python312"} {
+		vars["APP_FUNCTION_RUNTIME_IMAGE_"+strings.ToUpper(rt)] = "europe-docker.pkg.dev/kyma-project/prod/function-runtime-" + rt + ":1.13.0"
+	}
+	return vars
+}
+
+func TestLoadBuildless(t *testing.T) {
+	got, err := config.Load(env(buildlessEnv()))
+	require.NoError(t, err)
+	want := defaults()
+	want.Mode = config.ModeBuildless
+	want.Buildless = config.BuildlessConfig{
+		InitImage: "europe-docker.pkg.dev/kyma-project/prod/function-buildless-init:1.13.0",
+		RuntimeImages: map[v1alpha2.Runtime]string{
+			v1alpha2.RuntimeNodejs20:  "europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs20:1.13.0",
+			v1alpha2.RuntimeNodejs22:  "europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs22:1.13.0",
+			v1alpha2.RuntimeNodejs24:  "europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs24:1.13.0",
+			v1alpha2.RuntimePython312: "europe-docker.pkg.dev/kyma-project/prod/function-runtime-python312:1.13.0",
+		},
+	}
+	assert.Equal(t, want, got)
+}
+
+// In buildless mode every image is required; a missing one is named at start.
+func TestLoadBuildlessNeedsEveryImage(t *testing.T) {
+	for name := range buildlessEnv() {
+		if name == "APP_FUNCTION_MODE" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			vars := buildlessEnv()
+			delete(vars, name)
+			_, err := config.Load(env(vars))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), name)
+			assert.Contains(t, err.Error(), "required in buildless mode")
+		})
+	}
 }
 
 func TestExcluded(t *testing.T) {

@@ -35,6 +35,33 @@ func (r *envReader) str(name, def string) string {
 	return def
 }
 
+// mode is build (the default) or buildless.
+func (r *envReader) mode(name string) Mode {
+	v, ok := r.value(name)
+	if !ok {
+		return ModeBuild
+	}
+	if m := Mode(v); m == ModeBuild || m == ModeBuildless {
+		return m
+	}
+	r.fail(name, v, fmt.Errorf("must be %q or %q", ModeBuild, ModeBuildless))
+	return ModeBuild
+}
+
+// image is an image reference ("" when absent); one with blanks inside
+// can only be a mistake.
+func (r *envReader) image(name string) string {
+	v, ok := r.value(name)
+	if !ok {
+		return ""
+	}
+	if strings.ContainsAny(v, " \t\n") {
+		r.fail(name, v, fmt.Errorf("an image reference contains no blanks"))
+		return ""
+	}
+	return v
+}
+
 // nameRule validates a Kubernetes object name; it returns the problems.
 type nameRule func(string) []string
 

@@ -102,16 +102,26 @@ func (r *Reconciler) adopt(ctx context.Context, desired client.Object) error {
 // delete removes a copy unless it changed since it was read (the change's
 // event brings another pass).
 func (r *Reconciler) delete(ctx context.Context, live client.Object) error {
+	deleted, err := Delete(ctx, r.client, live)
+	if err != nil || !deleted {
+		return err
+	}
+	r.mem.wrote(keyOf(live), live.GetResourceVersion())
+	logWrite(ctx, "deleted", live)
+	return nil
+}
+
+// Delete removes a copy unless it changed or went since live was read;
+// deleted tells whether this call removed it.
+func Delete(ctx context.Context, w client.Writer, live client.Object) (deleted bool, err error) {
 	obj := newOfKind(live)
 	obj.SetNamespace(live.GetNamespace())
 	obj.SetName(live.GetName())
 	uid, rv := live.GetUID(), live.GetResourceVersion()
-	if err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil {
-		return ignoreRace(err)
+	if err := w.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil {
+		return false, ignoreRace(err)
 	}
-	r.mem.wrote(keyOf(live), rv)
-	logWrite(ctx, "deleted", live)
-	return nil
+	return true, nil
 }
 
 func newOfKind(obj client.Object) client.Object {

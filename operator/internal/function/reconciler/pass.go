@@ -12,6 +12,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
@@ -35,6 +36,8 @@ type pass struct {
 	services    []corev1.Service
 	hpas        []autoscalingv1.HorizontalPodAutoscaler
 	buildPods   []corev1.Pod // Pods of its build Jobs (the cache holds no others)
+
+	gitKeys *git.SecretKeys // the auth Secret's layout (buildless Git Functions with auth)
 
 	sourceConfigMap string             // name of the source ConfigMap in use
 	finishedJob     *batchv1.Job       // the build Job whose success this pass records

@@ -15,16 +15,19 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
 // The controller's permissions: exactly what the steps below do (reads
@@ -66,10 +69,26 @@ type Options struct {
 	// PackageConfigs reads the package registry config Secrets, which
 	// users create and the main cache does not hold (nil: the client).
 	PackageConfigs client.Reader
+	// Leftovers removes what build mode left of a Function once it runs
+	// buildless (buildless mode; nil: nothing to remove).
+	Leftovers Leftovers
+}
+
+// Leftovers are what build mode left of Functions (their build Jobs,
+// source ConfigMaps and HPAs, the per-namespace copies): in buildless mode
+// each Function's go once its Deployment runs the buildless template.
+type Leftovers interface {
+	// Converted: fn's Deployment runs the buildless template now.
+	Converted(ctx context.Context, fn *v1alpha2.Function) error
+	// Forget: the Function is gone.
+	Forget(ctx context.Context, key types.NamespacedName)
+	// Wake names the Functions to reconcile once the leftovers are known.
+	Wake() <-chan event.GenericEvent
 }
 
 // Reconciler reconciles Functions.
 type Reconciler struct {
+	steps   []step        // the mode's, chosen once
 	client  client.Client // reads from the cache, writes to the API server
 	api     client.Reader // reads user-owned copies (nil: none)
 	pkgs    client.Reader // reads package registry config Secrets
@@ -82,9 +101,12 @@ type Reconciler struct {
 	now     func() time.Time
 	started time.Time // when this process began reconciling (prerequisites grace)
 	git     gitDeps
+	// leftovers of build mode (buildless mode only; nil otherwise).
+	leftovers Leftovers
 }
 
-// New returns a Reconciler. c must read from the manager's cache.
+// New returns a Reconciler for the configured mode. c must read from the
+// manager's cache. slots is nil in buildless mode (nothing builds).
 func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSlots, opts Options) *Reconciler {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -98,11 +120,17 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 	if opts.PackageConfigs == nil {
 		opts.PackageConfigs = c
 	}
-	return &Reconciler{
-		git:    gitDeps{resolver: opts.Git, checks: newGitChecks()},
+	r := &Reconciler{
+		git:    gitDeps{resolver: opts.Git, checks: newGitChecks(), auth: buildAuth},
 		client: c, api: opts.API, pkgs: opts.PackageConfigs, events: events, metrics: metrics, slots: slots, retries: newRetries(),
-		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(),
+		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(), leftovers: opts.Leftovers,
 	}
+	if opts.Config.Mode == config.ModeBuildless {
+		r.steps, r.git.auth = r.buildlessSteps(), buildlessAuth
+	} else {
+		r.steps = r.buildSteps()
+	}
+	return r
 }
 
 // step is one named part of a pass. A step that ends the pass sets p.stop.
@@ -111,7 +139,8 @@ type step struct {
 	run  func(ctx context.Context, p *pass) error
 }
 
-func (r *Reconciler) steps() []step {
+// buildSteps build an image per Function with a Job and run it.
+func (r *Reconciler) buildSteps() []step {
 	return []step{
 		{"validate", r.validate},
 		{"prerequisites", r.prerequisites},
@@ -119,8 +148,25 @@ func (r *Reconciler) steps() []step {
 		{"source", r.source},
 		{"build", r.build},
 		{"deployment", r.deployment},
-		{"service", r.service},
+		{"service", r.service(func(p *pass) *corev1.Service { return resources.Service(p.in) })},
 		{"hpa", r.hpa},
+		{"running", r.running},
+	}
+}
+
+// buildlessSteps run the runtime image with the sources in the Pod, as
+// release 1.13 does: no Job, no source ConfigMap, no HPA (scaleConfig has
+// no effect there).
+func (r *Reconciler) buildlessSteps() []step {
+	return []step{
+		{"forget-build", forgetBuild},
+		{"validate", r.validate},
+		{"observe", r.observeRunning},
+		{"git", r.buildlessGit},
+		{"configured", configured},
+		{"deployment", r.buildlessDeployment},
+		{"leftovers", r.removeLeftovers},
+		{"service", r.service(func(p *pass) *corev1.Service { return resources.BuildlessService(p.fn) })},
 		{"running", r.running},
 	}
 }
@@ -131,19 +177,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	fn := &v1alpha2.Function{}
 	if err := r.client.Get(ctx, req.NamespacedName, fn); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+			r.forget(ctx, req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("reading Function %s: %w", req.NamespacedName, err)
 	}
 	if fn.DeletionTimestamp != nil {
 		// Owner references remove the children; nothing to do.
-		r.forget(req.NamespacedName)
+		r.forget(ctx, req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	p := newPass(fn, &r.cfg, metav1.NewTime(r.now()))
 	var stepErr error
-	for _, s := range r.steps() {
+	for _, s := range r.steps {
 		if err := s.run(ctx, p); err != nil {
 			stepErr = fmt.Errorf("step %s: %w", s.name, err)
 			break
@@ -166,8 +212,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // forget drops what the controller remembers about a Function that is gone.
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.slots.Leave(key)
+func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
+	if r.slots != nil {
+		r.slots.Leave(key)
+	}
+	if r.leftovers != nil {
+		r.leftovers.Forget(ctx, key)
+	}
 	r.retries.reset(key)
 	r.git.checks.forget(key)
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
@@ -28,20 +29,38 @@ import (
 const ControllerName = "function"
 
 // SetupWithManager registers the reconciler, wrapped by inflight, with
-// workers concurrent passes. Triggers: Function spec/label changes, every
-// change of its children (Jobs and Deployments by watch, no polling), the
+// workers concurrent passes. Triggers in both modes: Function spec/label
+// changes and every change of its Deployments and Services (by watch, no
+// polling). Build mode adds its build Jobs, source ConfigMaps and HPAs, the
 // end of any build Job or of a pause of builds (waiting Functions get their
-// turn at once), and
-// changes of the per-namespace copies, and the end of a build Pod.
+// turn at once), the end of a build Pod and changes of the per-namespace
+// copies; buildless mode the Functions build mode left something of, once
+// that is known.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *InFlight) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Status-only updates (our own writes) need no pass.
 		For(&v1alpha2.Function{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{})
+	if r.cfg.Mode == config.ModeBuildless {
+		if r.leftovers != nil {
+			b = b.WatchesRawSource(source.Channel(r.leftovers.Wake(), &handler.EnqueueRequestForObject{}))
+		}
+	} else {
+		b = r.watchBuilds(b)
+	}
+	return b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: workers,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](250*time.Millisecond, maxRetryDelay),
+	}).Complete(inflight.Wrap(r))
+}
+
+// watchBuilds adds build mode's triggers.
+func (r *Reconciler) watchBuilds(b *builder.Builder) *builder.Builder {
+	return b.
 		Owns(&corev1.ConfigMap{}).
 		Owns(&batchv1.Job{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
 		Owns(&autoscalingv1.HorizontalPodAutoscaler{}).
 		Watches(&batchv1.Job{}, r.slots.WakeHandler()).
 		WatchesRawSource(source.Channel(r.slots.wake, &handler.EnqueueRequestForObject{})).
@@ -57,12 +76,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *I
 		})).
 		Watches(&corev1.ServiceAccount{}, r.copyHandler(func(o client.Object) bool {
 			return o.GetName() == r.cfg.ImagePullAccountName
-		})).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: workers,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](250*time.Millisecond, maxRetryDelay),
-		}).
-		Complete(inflight.Wrap(r))
+		}))
 }
 
 // copyHandler enqueues every Function of the namespace of a copy that

@@ -26,28 +26,38 @@ type GitResolver interface {
 type gitDeps struct {
 	resolver GitResolver
 	checks   *gitChecks
+	// auth reads the credentials from the auth Secret, and in buildless
+	// mode which of its keys the Pod reads (nil in build mode).
+	auth func(authType string, secret *corev1.Secret) (*git.Auth, *git.SecretKeys, error)
 }
 
-// gitSource is the source step of a Git Function: it resolves
-// spec.source.gitRepository.reference to a commit when a check is due and
-// records commit, reference and baseDir in the status; the image tag and
-// the build Job use these status values (contract §2.4), so a new commit
-// or an edited reference/baseDir builds once, in this very pass.
-//
-// A check is due when the Function is new to this process, its Git spec
-// (url, reference, baseDir, auth) changed since the last check, a failed
-// check's backoff is over, or — branches only — the last check is older
-// than APP_FUNCTION_FUNCTION_READY_REQUEUE_DURATION (branchInterval). Tags and commits are checked only on
-// spec changes. A failure sets ConfigurationReady False SourceUpdateFailed
-// naming the cause and ends the pass, retried after GitFetchRequeueDuration
-// doubled per failure (cap 5 min); the running Deployment stays.
+// buildAuth reads the auth Secret as 1.8.4's fetcher does (its keys).
+func buildAuth(authType string, secret *corev1.Secret) (*git.Auth, *git.SecretKeys, error) {
+	auth, err := git.AuthFromSecret(authType, secret.Data)
+	return auth, nil, err
+}
+
+// buildlessAuth reads the auth Secret as release 1.13 does: its keys by the
+// Secret's type.
+func buildlessAuth(authType string, secret *corev1.Secret) (*git.Auth, *git.SecretKeys, error) {
+	keys, err := git.SecretKeysOf(secret.Type, authType, secret.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	auth, err := keys.Auth(authType, secret.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return auth, &keys, nil
+}
+
+// gitSource is the source step of a Git Function in build mode: checkGit,
+// with the image tag and the build Job derived from the status values it
+// records (contract §2.4), so a new commit or an edited reference/baseDir
+// builds once, in this very pass.
 func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
-	repo := p.fn.Spec.Source.GitRepository
-	if repo == nil {
-		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonInvalidFunctionSpec,
-			"spec.source has neither inline nor gitRepository", p.now)
-		p.stop = true
-		return nil
+	if p.fn.Spec.Source.GitRepository == nil {
+		return r.noSource(p)
 	}
 	if r.ownImageMissing(p, v1alpha2.ConditionConfigurationReady) {
 		p.stop = true
@@ -59,6 +69,36 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 			return err
 		}
 	}
+	return r.checkGit(ctx, p, func() {
+		// The children are derived from the status values just set.
+		fn := p.fn.DeepCopy()
+		fn.Status.Commit, fn.Status.Reference, fn.Status.BaseDir = p.status.Commit, p.status.Reference, p.status.BaseDir
+		p.in.Function = fn
+		p.pullImage, p.pushImage = resources.PullImage(p.in), resources.PushImage(p.in)
+	})
+}
+
+func (r *Reconciler) noSource(p *pass) error {
+	setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonInvalidFunctionSpec,
+		"spec.source has neither inline nor gitRepository", p.now)
+	p.stop = true
+	return nil
+}
+
+// checkGit resolves spec.source.gitRepository.reference to a commit when a
+// check is due and records commit, reference and baseDir in the status
+// (changed runs when one of them changed); p.gitKeys is the auth Secret's
+// layout of the last check.
+//
+// A check is due when the Function is new to this process, its Git spec
+// (url, reference, baseDir, auth) changed since the last check, a failed
+// check's backoff is over, or — branches only — the last check is older
+// than APP_FUNCTION_FUNCTION_READY_REQUEUE_DURATION (branchInterval). Tags and commits are checked only on
+// spec changes. A failure sets ConfigurationReady False SourceUpdateFailed
+// naming the cause and ends the pass, retried after GitFetchRequeueDuration
+// doubled per failure (cap 5 min); the running Deployment stays.
+func (r *Reconciler) checkGit(ctx context.Context, p *pass, changed func()) error {
+	repo := p.fn.Spec.Source.GitRepository
 	spec := gitSpecOf(repo)
 	due, wait := r.gitDue(p, spec)
 	if !due {
@@ -69,16 +109,12 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 			return nil
 		}
 		p.requeueAfter = wait
-		if !isTrue(&p.status, v1alpha2.ConditionConfigurationReady) {
-			// Another step's failure (prerequisites, validation) is over;
-			// the sources checked last are still current.
-			setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonSourceUpdated,
-				sourcesUpdated(p.fn.Name, last.kind, p.status.Reference, p.status.Commit), p.now)
-		}
-		return nil
+		// The last check's result; it may not be in the status yet (a pass
+		// that did not write it).
+		return r.recordGit(p, git.Resolution{Commit: last.commit, Kind: last.kind}, last.keys, changed)
 	}
 
-	res, err := r.resolveGit(ctx, p, repo)
+	res, keys, err := r.resolveGit(ctx, p, repo)
 	if err != nil {
 		n := r.git.checks.failed(p.key, spec, p.now.Time)
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonSourceUpdateFailed,
@@ -86,21 +122,28 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 		p.stop, p.requeueAfter = true, gitBackoff(r.cfg.GitFetchRequeueDuration, n)
 		return nil
 	}
-	r.git.checks.succeeded(p.key, spec, p.now.Time, res.Kind)
+	r.git.checks.succeeded(p.key, spec, p.now.Time, res, keys)
+	if res.Kind == git.KindBranch {
+		p.requeueAfter = r.branchInterval(p.fn)
+	}
+	return r.recordGit(p, res, keys, changed)
+}
+
+// recordGit puts a check's result into the status; changed runs when
+// commit, reference or baseDir changed. ConfigurationReady becomes True
+// also when another step's failure (prerequisites, validation) is over.
+func (r *Reconciler) recordGit(p *pass, res git.Resolution, keys *git.SecretKeys, changed func()) error {
+	repo := p.fn.Spec.Source.GitRepository
+	p.gitKeys = keys
 	st := &p.status
 	if st.Commit != res.Commit || st.Reference != repo.Reference || st.BaseDir != repo.BaseDir ||
 		!isTrue(st, v1alpha2.ConditionConfigurationReady) {
 		st.Commit, st.Reference, st.BaseDir = res.Commit, repo.Reference, repo.BaseDir
 		setCondition(st, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonSourceUpdated,
 			sourcesUpdated(p.fn.Name, res.Kind, repo.Reference, res.Commit), p.now)
-		// The children are derived from the status values just set.
-		fn := p.fn.DeepCopy()
-		fn.Status.Commit, fn.Status.Reference, fn.Status.BaseDir = st.Commit, st.Reference, st.BaseDir
-		p.in.Function = fn
-		p.pullImage, p.pushImage = resources.PullImage(p.in), resources.PushImage(p.in)
-	}
-	if res.Kind == git.KindBranch {
-		p.requeueAfter = r.branchInterval(p.fn)
+		if changed != nil {
+			changed()
+		}
 	}
 	return nil
 }
@@ -109,7 +152,6 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 // how long until it will (0: only a spec change will).
 func (r *Reconciler) gitDue(p *pass, spec gitSpec) (bool, time.Duration) {
 	last, ok := r.git.checks.get(p.key)
-	st := &p.status
 	if !ok || last.spec != spec {
 		return true, 0
 	}
@@ -117,9 +159,6 @@ func (r *Reconciler) gitDue(p *pass, spec gitSpec) (bool, time.Duration) {
 	if last.failures > 0 {
 		next := last.at.Add(gitBackoff(r.cfg.GitFetchRequeueDuration, last.failures))
 		return !now.Before(next), next.Sub(now)
-	}
-	if st.Commit == "" || st.Reference != spec.reference || st.BaseDir != spec.baseDir {
-		return true, 0 // the last success was not written
 	}
 	if last.kind != git.KindBranch {
 		return false, 0
@@ -144,8 +183,11 @@ var errAuthSecret = errors.New("auth Secret")
 
 // resolveGit reads the auth Secret (from the API server: user Secrets are
 // not cached) and resolves the reference.
-func (r *Reconciler) resolveGit(ctx context.Context, p *pass, repo *v1alpha2.GitRepositorySource) (git.Resolution, error) {
-	var auth *git.Auth
+func (r *Reconciler) resolveGit(ctx context.Context, p *pass, repo *v1alpha2.GitRepositorySource) (git.Resolution, *git.SecretKeys, error) {
+	var (
+		auth *git.Auth
+		keys *git.SecretKeys
+	)
 	if a := repo.Auth; a != nil {
 		var reader client.Reader = r.client
 		if r.api != nil {
@@ -154,14 +196,15 @@ func (r *Reconciler) resolveGit(ctx context.Context, p *pass, repo *v1alpha2.Git
 		secret := &corev1.Secret{}
 		key := types.NamespacedName{Namespace: p.fn.Namespace, Name: a.SecretName}
 		if err := reader.Get(ctx, key, secret); err != nil {
-			return git.Resolution{}, fmt.Errorf("%w %s: %w", errAuthSecret, key, err)
+			return git.Resolution{}, nil, fmt.Errorf("%w %s: %w", errAuthSecret, key, err)
 		}
 		var err error
-		if auth, err = git.AuthFromSecret(a.Type, secret.Data); err != nil {
-			return git.Resolution{}, fmt.Errorf("%w %s: %w", errAuthSecret, key, err)
+		if auth, keys, err = r.git.auth(a.Type, secret); err != nil {
+			return git.Resolution{}, nil, fmt.Errorf("%w %s: %w", errAuthSecret, key, err)
 		}
 	}
-	return r.git.resolver.Resolve(ctx, repo.URL, repo.Reference, auth)
+	res, err := r.git.resolver.Resolve(ctx, repo.URL, repo.Reference, auth)
+	return res, keys, err
 }
 
 // gitFailure is the ConfigurationReady message of a failed check: the

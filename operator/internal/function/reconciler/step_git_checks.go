@@ -29,8 +29,10 @@ func gitSpecOf(repo *v1alpha2.GitRepositorySource) gitSpec {
 type gitCheck struct {
 	spec     gitSpec
 	at       time.Time
-	kind     git.Kind // what the reference named (after a success)
-	failures int      // consecutive failures (backoff)
+	kind     git.Kind        // what the reference named (after a success)
+	commit   string          // what it resolved to (after a success)
+	keys     *git.SecretKeys // the auth Secret's layout (buildless mode, after a success)
+	failures int             // consecutive failures (backoff)
 }
 
 // gitChecks remembers the last remote check of each Git Function, in
@@ -50,10 +52,10 @@ func (g *gitChecks) get(key types.NamespacedName) (gitCheck, bool) {
 	return c, ok
 }
 
-func (g *gitChecks) succeeded(key types.NamespacedName, spec gitSpec, at time.Time, kind git.Kind) {
+func (g *gitChecks) succeeded(key types.NamespacedName, spec gitSpec, at time.Time, res git.Resolution, keys *git.SecretKeys) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.m[key] = gitCheck{spec: spec, at: at, kind: kind}
+	g.m[key] = gitCheck{spec: spec, at: at, kind: res.Kind, commit: res.Commit, keys: keys}
 }
 
 // failed records a failure and returns how many in a row there were for

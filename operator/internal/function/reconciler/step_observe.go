@@ -20,26 +20,47 @@ import (
 // deleted are left out. Lists are sorted oldest first, so "the first" is
 // stable between passes.
 func (r *Reconciler) observe(ctx context.Context, p *pass) error {
-	opts := []client.ListOption{client.InNamespace(p.fn.Namespace), client.MatchingLabels(resources.InternalLabels(p.fn))}
+	if err := r.observeRunning(ctx, p); err != nil {
+		return err
+	}
 	var (
 		cms  corev1.ConfigMapList
 		jobs batchv1.JobList
-		deps appsv1.DeploymentList
-		svcs corev1.ServiceList
 		hpas autoscalingv1.HorizontalPodAutoscalerList
 		pods corev1.PodList
 	)
-	for _, l := range []client.ObjectList{&cms, &jobs, &deps, &svcs, &hpas, &pods} {
+	if err := r.list(ctx, p, &cms, &jobs, &hpas, &pods); err != nil {
+		return err
+	}
+	p.configMaps = live(cms.Items)
+	p.jobs = live(jobs.Items)
+	p.hpas = live(hpas.Items)
+	p.buildPods = pods.Items
+	return nil
+}
+
+// observeRunning lists what runs the Function: its Deployments and
+// Services (in buildless mode the cache holds no other kind).
+func (r *Reconciler) observeRunning(ctx context.Context, p *pass) error {
+	var (
+		deps appsv1.DeploymentList
+		svcs corev1.ServiceList
+	)
+	if err := r.list(ctx, p, &deps, &svcs); err != nil {
+		return err
+	}
+	p.deployments = live(deps.Items)
+	p.services = live(svcs.Items)
+	return nil
+}
+
+func (r *Reconciler) list(ctx context.Context, p *pass, lists ...client.ObjectList) error {
+	opts := []client.ListOption{client.InNamespace(p.fn.Namespace), client.MatchingLabels(resources.InternalLabels(p.fn))}
+	for _, l := range lists {
 		if err := r.client.List(ctx, l, opts...); err != nil {
 			return fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	p.configMaps = live(cms.Items)
-	p.jobs = live(jobs.Items)
-	p.deployments = live(deps.Items)
-	p.services = live(svcs.Items)
-	p.hpas = live(hpas.Items)
-	p.buildPods = pods.Items
 	return nil
 }
 

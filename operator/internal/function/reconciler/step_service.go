@@ -11,12 +11,15 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
-// service keeps the Service named after the Function; other Services with
-// the Function's labels are deleted. A Service of that name that is not the
-// Function's (no internal labels) is not taken over: Running False
-// ServiceFailed says so.
-func (r *Reconciler) service(ctx context.Context, p *pass) error {
-	desired := resources.Service(p.in)
+// service keeps the Service named after the Function, as desired makes it
+// (the mode's); other Services with the Function's labels are deleted. A
+// Service of that name that is not the Function's (no internal labels) is
+// not taken over: Running False ServiceFailed says so.
+func (r *Reconciler) service(desiredOf func(*pass) *corev1.Service) func(context.Context, *pass) error {
+	return func(ctx context.Context, p *pass) error { return r.keepService(ctx, p, desiredOf(p)) }
+}
+
+func (r *Reconciler) keepService(ctx context.Context, p *pass, desired *corev1.Service) error {
 	var live *corev1.Service
 	for i := range p.services {
 		if p.services[i].Name == desired.Name {

@@ -41,7 +41,8 @@ func validateFunction(fn *v1alpha2.Function, cfg *config.Config) []string {
 	if err := cfg.Resources.Function.CheckCustom(functionResources(fn)); err != nil {
 		add("spec.resourceConfiguration.function: %v", err)
 	}
-	if err := cfg.Resources.BuildJob.CheckCustom(buildResources(fn)); err != nil {
+	// Buildless mode builds nothing: the build block is ignored, as in 1.13.
+	if err := cfg.Resources.BuildJob.CheckCustom(buildResources(fn)); err != nil && cfg.Mode != config.ModeBuildless {
 		add("spec.resourceConfiguration.build: %v", err)
 	}
 	for i, e := range fn.Spec.Env {

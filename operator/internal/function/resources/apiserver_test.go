@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 )
 
@@ -154,4 +156,79 @@ func TestBuildPodIsRestricted(t *testing.T) {
 	err := c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: "build-"}, Spec: root}, client.DryRunAll)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "violates PodSecurity \"restricted:latest\"")
+}
+
+// TestBuildlessAPIServerRoundTrip: the API server accepts every buildless
+// Deployment and Service, and the stored, defaulted objects compare equal
+// to freshly built ones — where release 1.13 would update forever (a
+// fieldRef without apiVersion, contract §2.8), this controller writes
+// nothing. An update it builds is accepted and settles.
+func TestBuildlessAPIServerRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	env := testenv.Start(t)
+	ctx := context.Background()
+	c := env.Client
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}}))
+
+	withEverything := inlinePython()
+	withEverything.Name, withEverything.UID = "everything", "8e1f5a2c-6b3d-4e7f-9a0b-1c2d3e4f5a6b"
+	withEverything.Spec.Env = append(withEverything.Spec.Env,
+		corev1.EnvVar{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+		corev1.EnvVar{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+			Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+		corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}},
+		corev1.EnvVar{Name: "FROM_FILE", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{
+			VolumeName: "tmp", Path: "app.env", Key: "A"}}},
+	)
+	withEverything.Spec.SecretMounts = append(withEverything.Spec.SecretMounts,
+		v1alpha2.SecretMount{SecretName: "tls.example.com", MountPath: "/tls"}, v1alpha2.SecretMount{SecretName: "tmp", MountPath: "/t"})
+	withEverything.Spec.PodSecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](2000), RunAsNonRoot: ptr.To(true)}
+	withEverything.Spec.ContainerSecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.DefaultProcMount),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	withEverything.Spec.ResourceConfiguration = &v1alpha2.ResourceConfiguration{Function: &v1alpha2.ResourceRequirements{
+		Resources: &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.25"), corev1.ResourceMemory: resource.MustParse("1024Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m")},
+		},
+	}}
+	gitKey := exampleB()
+	gitKey.Function.Name, gitKey.Function.UID = "g-key", "2b4d6f80-1a3c-4e5f-8b9d-0e2f4a6c8e1b"
+	gitKey.Function.Spec.Runtime = v1alpha2.RuntimeNodejs22
+	gitKey.Function.Spec.Source.GitRepository.Auth.Type = "key"
+	gitKey.GitAuth = &git.SecretKeys{Key: "ssh-privatekey"}
+
+	for name, in := range map[string]BuildlessInputs{
+		"Example A":        {Function: exampleA(), Config: buildlessConfig()},
+		"inline Python":    {Function: inlinePython(), Config: buildlessConfig()},
+		"with everything":  {Function: withEverything, Config: buildlessConfig()},
+		"Example B":        exampleB(),
+		"Git Node.js, key": gitKey,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dep := BuildlessDeployment(in)
+			require.NoError(t, c.Create(ctx, dep), "the API server accepts the Deployment")
+			live := &appsv1.Deployment{}
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dep), live))
+			in.Live = live
+			assert.Equal(t, BuildlessChange{}, CompareBuildless(live, BuildlessDeployment(in)), "the stored Deployment compares equal")
+
+			in.Config = buildlessConfig()
+			in.Config.PublisherProxyAddress = "http://other/publish"
+			updated, change := UpdateBuildlessDeployment(live, BuildlessDeployment(in))
+			require.True(t, change.Template)
+			require.NoError(t, c.Update(ctx, updated))
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dep), live))
+			in.Live = live
+			assert.Equal(t, BuildlessChange{}, CompareBuildless(live, BuildlessDeployment(in)), "the update settles")
+
+			svc := BuildlessService(in.Function)
+			require.NoError(t, c.Create(ctx, svc))
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(svc), svc))
+			_, changed := UpdateService(svc, BuildlessService(in.Function))
+			assert.False(t, changed, "Service")
+		})
+	}
 }

@@ -46,7 +46,7 @@ func Deployment(in Inputs) *appsv1.Deployment {
 	maps.Copy(annotations, fn.Spec.Annotations)
 	annotations[AnnotationIstioProxyConfig] = IstioProxyConfig
 
-	volumes, secretMounts := secretVolumes(fn.Spec.SecretMounts)
+	volumes, secretMounts := secretVolumes(fn.Spec.SecretMounts, volumeTmpDir)
 	volumes = append([]corev1.Volume{{Name: volumeTmpDir, VolumeSource: corev1.VolumeSource{
 		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("100Mi"))},
 	}}}, volumes...)
@@ -90,43 +90,68 @@ func Deployment(in Inputs) *appsv1.Deployment {
 // base). Without spec.podSecurityContext it is exactly 1.8.4's, so adopted
 // Pods keep their template.
 func PodSecurityContext(fn *v1alpha2.Function) *corev1.PodSecurityContext {
-	out := &corev1.PodSecurityContext{}
-	if fn.Spec.PodSecurityContext != nil {
-		out = fn.Spec.PodSecurityContext.DeepCopy()
-	}
-	if out.RunAsUser == nil {
-		out.RunAsUser = ptr.To[int64](10001)
-	}
-	if out.RunAsGroup == nil {
-		out.RunAsGroup = ptr.To[int64](10001)
-	}
-	if out.SeccompProfile == nil {
-		out.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
-	}
-	return out
+	return podSecurityContext(fn, &corev1.PodSecurityContext{
+		RunAsUser:      ptr.To[int64](10001),
+		RunAsGroup:     ptr.To[int64](10001),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	})
 }
 
 // ContainerSecurityContext is the function container's security context,
 // 1.8.4's with spec.containerSecurityContext laid over it field by field,
 // as PodSecurityContext.
 func ContainerSecurityContext(fn *v1alpha2.Function) *corev1.SecurityContext {
+	return containerSecurityContext(fn, &corev1.SecurityContext{
+		Privileged:             ptr.To(false),
+		Capabilities:           &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ProcMount:              ptr.To(corev1.DefaultProcMount),
+		ReadOnlyRootFilesystem: ptr.To(true),
+	})
+}
+
+// podSecurityContext is spec.podSecurityContext (release 1.13's rule) with
+// these fields taken from base where the Function leaves them unset:
+// runAsUser, runAsGroup, fsGroup, supplementalGroups, seccompProfile.
+func podSecurityContext(fn *v1alpha2.Function, base *corev1.PodSecurityContext) *corev1.PodSecurityContext {
+	out := &corev1.PodSecurityContext{}
+	if fn.Spec.PodSecurityContext != nil {
+		out = fn.Spec.PodSecurityContext.DeepCopy()
+	}
+	out.RunAsUser = orDefault(out.RunAsUser, base.RunAsUser)
+	out.RunAsGroup = orDefault(out.RunAsGroup, base.RunAsGroup)
+	out.FSGroup = orDefault(out.FSGroup, base.FSGroup)
+	out.SeccompProfile = orDefault(out.SeccompProfile, base.SeccompProfile)
+	if out.SupplementalGroups == nil {
+		out.SupplementalGroups = base.SupplementalGroups
+	}
+	return out
+}
+
+// containerSecurityContext is spec.containerSecurityContext with these
+// fields taken from base where the Function leaves them unset: privileged,
+// capabilities, procMount, readOnlyRootFilesystem, allowPrivilegeEscalation,
+// runAsNonRoot.
+func containerSecurityContext(fn *v1alpha2.Function, base *corev1.SecurityContext) *corev1.SecurityContext {
 	out := &corev1.SecurityContext{}
 	if fn.Spec.ContainerSecurityContext != nil {
 		out = fn.Spec.ContainerSecurityContext.DeepCopy()
 	}
-	if out.Privileged == nil {
-		out.Privileged = ptr.To(false)
-	}
-	if out.Capabilities == nil {
-		out.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
-	}
-	if out.ProcMount == nil {
-		out.ProcMount = ptr.To(corev1.DefaultProcMount)
-	}
-	if out.ReadOnlyRootFilesystem == nil {
-		out.ReadOnlyRootFilesystem = ptr.To(true)
-	}
+	out.Privileged = orDefault(out.Privileged, base.Privileged)
+	out.Capabilities = orDefault(out.Capabilities, base.Capabilities)
+	out.ProcMount = orDefault(out.ProcMount, base.ProcMount)
+	out.ReadOnlyRootFilesystem = orDefault(out.ReadOnlyRootFilesystem, base.ReadOnlyRootFilesystem)
+	out.AllowPrivilegeEscalation = orDefault(out.AllowPrivilegeEscalation, base.AllowPrivilegeEscalation)
+	out.RunAsNonRoot = orDefault(out.RunAsNonRoot, base.RunAsNonRoot)
 	return out
+}
+
+// orDefault is v, or a copy of def when v is unset.
+func orDefault[T any, P interface{ *T }](v, def P) P {
+	if v != nil || def == nil {
+		return v
+	}
+	c := *def
+	return &c
 }
 
 // probe is an HTTP GET /healthz on the Function port; zero fields are left
@@ -181,12 +206,15 @@ func functionEnv(in Inputs) []corev1.EnvVar {
 // adopted Pods keep their template), unless that name is not a valid volume
 // name or is taken: then it gets a derived name (§11.11: 1.8.4 produced an
 // invalid Deployment for Secret names with dots, longer than 63 characters,
-// or named tmp-dir).
-func secretVolumes(secretMounts []v1alpha2.SecretMount) ([]corev1.Volume, []corev1.VolumeMount) {
+// or named like another volume of the Pod, reserved).
+func secretVolumes(secretMounts []v1alpha2.SecretMount, reserved ...string) ([]corev1.Volume, []corev1.VolumeMount) {
 	volumes := make([]corev1.Volume, 0, len(secretMounts))
 	mounts := make([]corev1.VolumeMount, 0, len(secretMounts))
 	bySecret := make(map[string]string, len(secretMounts))
-	used := map[string]bool{volumeTmpDir: true}
+	used := make(map[string]bool, len(reserved))
+	for _, name := range reserved {
+		used[name] = true
+	}
 	for _, sm := range secretMounts {
 		name, ok := bySecret[sm.SecretName]
 		if !ok {

@@ -8,6 +8,10 @@
 // it built are adopted without a rebuild (same image tag) and without a
 // rollout (same Pod template after API defaulting). Where this package
 // deviates from 1.8.4 a comment names the contract's bug number (§11.x).
+//
+// Buildless mode (buildless.go, buildless_update.go) builds release 1.13's
+// Deployment and Service instead, equal in every field 1.13 compares, and
+// the comparison that decides whether to write.
 package resources
 
 import "time"
