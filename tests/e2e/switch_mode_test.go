@@ -77,6 +77,12 @@ func TestSwitchFunctionMode(t *testing.T) {
 		built[name] = f.revision(fnNS, name)
 	}
 
+	copies := f.baseCopies() // what build mode copies into fnNS
+	framework.WaitFor(t, 30*time.Second, "the copies of build mode in "+fnNS, func(ctx context.Context) (bool, string, error) {
+		_, missing, err := f.copiesIn(ctx, fnNS, copies)
+		return len(missing) == 0, fmt.Sprintf("missing: %v", missing), err
+	})
+
 	// build → buildless: one rollout each, to the runtime image.
 	f = f.switchMode(v1alpha1.FunctionModeBuildless, nil)
 	serving := f.watchAvailable(fnNS, names)
@@ -92,7 +98,7 @@ func TestSwitchFunctionMode(t *testing.T) {
 	}
 	serving.requireAlwaysServed()
 	framework.WaitFor(t, 30*time.Second, "the copies of build mode to leave "+fnNS, func(ctx context.Context) (bool, string, error) {
-		present, _, err := f.copiesIn(ctx, fnNS, f.baseCopies())
+		present, _, err := f.copiesIn(ctx, fnNS, copies)
 		return len(present) == 0, fmt.Sprintf("present: %v", present), err
 	})
 	require.NoError(t, f.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}, &corev1.Service{}),

@@ -15,9 +15,11 @@ import (
 )
 
 // deployment keeps exactly one Deployment. Before the first build finished
-// there is none, and the pass ends here. While a rebuild runs, the Deployment
-// keeps its image but gets every other change (env, replicas, resources…),
-// so those never wait for a build (1.8.4 held them back). Extra Deployments
+// there is none, and the pass ends here. While a rebuild runs, a Deployment
+// on an earlier build of the Function keeps its image but gets every other
+// change (env, replicas, resources…), so those never wait for a build (1.8.4
+// held them back); one on another image (a runtime change, buildless mode)
+// waits for the build. Extra Deployments
 // are deleted, keeping the one with the expected image (else the oldest).
 func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 	keep := pickDeployment(p.deployments, p.pullImage)
@@ -40,12 +42,19 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 		return nil
 	}
 	if !p.built {
-		if c := keep.Spec.Template.Spec.Containers; len(c) > 0 {
-			desired.Spec.Template.Spec.Containers[0].Image = c[0].Image
-		} else {
+		c := keep.Spec.Template.Spec.Containers
+		if len(c) == 0 {
 			p.stop = true // not a Deployment this controller made; wait for the build
 			return nil
 		}
+		if !resources.BuiltForFunction(c[0].Image, p.in) {
+			// Not a build of this Function (buildless mode's runtime image,
+			// another registry): its Pods' settings belong to that image, so
+			// the Deployment waits for the build and then rolls once.
+			p.deployment = keep
+			return nil
+		}
+		desired.Spec.Template.Spec.Containers[0].Image = c[0].Image
 	}
 	if keep == nil {
 		if err := r.create(ctx, desired); err != nil {

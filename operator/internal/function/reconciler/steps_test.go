@@ -364,6 +364,43 @@ func TestRuntimeChangeWaitsForTheBuildBeforeTheDeployment(t *testing.T) {
 	assert.Equal(t, "nodejs20", liveRuntime(&f.deployments(t)[0]))
 }
 
+// A Deployment on an image that is no build of the Function (buildless
+// mode's runtime image, after a switch to build mode) keeps its Pods until
+// the build is done, then rolls once.
+func TestDeploymentOnAnotherImageWaitsForTheBuild(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	f.reconcile(t, "hello")
+	jobs := f.jobs(t)
+	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, "hello")
+	d := f.deployments(t)[0]
+	d.Spec.Template.Spec.Containers[0].Image = "europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs22:1.13.0"
+	d.Spec.Template.Spec.Containers[0].Command = []string{"sh", "-c", "npm start;"}
+	d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "FUNC_HANDLER_SOURCE", Value: fn.Spec.Source.Inline.Source})
+	require.NoError(t, f.client.Update(context.Background(), &d))
+	before := f.deployments(t)[0]
+
+	got := f.function(t, "hello")
+	got.Spec.Source.Inline.Source += "// changed\n"
+	got.Generation = 2
+	require.NoError(t, f.client.Update(context.Background(), got))
+	f.writes.take()
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"update *v1.ConfigMap": 1, "create *v1.Job": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take(),
+		"the new source and its build; the Deployment on the other image is left alone")
+	assert.Equal(t, before.Spec.Template, f.deployments(t)[0].Spec.Template)
+
+	newJob := unfinishedJobs(f.jobs(t))
+	require.Len(t, newJob, 1)
+	f.finishJob(t, &newJob[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"update *v1.Deployment": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take(), "one rollout, to the build")
+	c := f.deployments(t)[0].Spec.Template.Spec.Containers[0]
+	assert.Contains(t, c.Image, testNS+"-hello:")
+	assert.Empty(t, c.Command, "the built image's own entrypoint")
+}
+
 func unfinishedJobs(jobs []batchv1.Job) []batchv1.Job {
 	var out []batchv1.Job
 	for _, j := range jobs {

@@ -85,6 +85,12 @@ func RunImage(in Inputs) string {
 	return PullImage(in) + "@" + in.Digest
 }
 
+// BuiltForFunction reports whether ref is an image of the Function's
+// repository in its registry (any build of it, by tag or digest).
+func BuiltForFunction(ref string, in Inputs) bool {
+	return strings.HasPrefix(ref, in.Registry.PullAddress+"/"+in.Function.Namespace+"-"+in.Function.Name+":")
+}
+
 // SameImage reports whether ref is image by tag, pinned to a digest or not.
 func SameImage(ref, image string) bool {
 	return ref == image || strings.HasPrefix(ref, image+"@")
