@@ -1,9 +1,10 @@
-# Image of one binary of the module (BINARY: manager or function-controller),
-# for those with a container engine: `make docker-build`. It is the image
-# `make image` assembles without one (hack/image): FROM scratch, the static
-# binary as entrypoint, CA certificates, passwd/group entries for the
-# non-root user 65532 (home /tmp) and an empty /tmp (mode 1777) as the one
-# writable mount point, so the root filesystem can be read-only.
+# Image of one binary of the module (BINARY: manager, function-controller or
+# registry-agent), for those with a container engine: `make docker-build`.
+# It is the image `make image` assembles without one (hack/image): FROM
+# scratch, the static binary as entrypoint, CA certificates, passwd/group
+# entries for the non-root user 65532 (home /tmp) and an empty /tmp (mode
+# 1777) as the one writable mount point, so the root filesystem can be
+# read-only.
 ARG BINARY=manager
 
 FROM golang:1.26 AS build
@@ -40,5 +41,9 @@ ENTRYPOINT ["/manager"]
 FROM image AS function-controller
 LABEL org.opencontainers.image.title=serverless-function-controller
 ENTRYPOINT ["/function-controller"]
+
+FROM image AS registry-agent
+LABEL org.opencontainers.image.title=serverless-registry-agent
+ENTRYPOINT ["/registry-agent"]
 
 FROM ${BINARY}

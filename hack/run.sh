@@ -15,7 +15,7 @@ log() { printf '[run %s +%3ds] %s\n' "$(date +%H:%M:%S)" $((SECONDS - START)) "$
 
 log "building the control plane and tools (cold: several minutes; a no-op when built)"
 hack/tools.sh
-log "building bin/manager and bin/function-controller"
+log "building bin/manager, bin/function-controller and bin/registry-agent"
 "${MAKE:-make}" --no-print-directory build
 go build -o bin/podrun ./hack/podrun
 go build -o bin/localnode ./hack/localnode

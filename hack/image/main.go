@@ -214,7 +214,7 @@ func compressedSize(img v1.Image) (int64, error) {
 
 // imageName is the repository name of a binary's image under the module's
 // registry path, as config/manager and the chart's values refer to them:
-// serverless-manager, serverless-function-controller.
+// serverless-manager, serverless-function-controller, serverless-registry-agent.
 func imageName(id module.Identity) string { return module.Name + "-" + id.Binary }
 
 // gitRevision is HEAD's commit, or "" outside a git checkout.

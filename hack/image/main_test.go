@@ -121,7 +121,7 @@ func assertStatic(t *testing.T, binary []byte) {
 
 func TestUnknownBinaryIsRejected(t *testing.T) {
 	_, err := selectBinaries([]string{"no-such-binary"})
-	require.ErrorContains(t, err, `no binary "no-such-binary"; the module's binaries are manager, function-controller`)
+	require.ErrorContains(t, err, `no binary "no-such-binary"; the module's binaries are manager, function-controller, registry-agent`)
 }
 
 func TestSourceDateEpoch(t *testing.T) {
@@ -210,8 +210,8 @@ func TestDockerfileBuildsTheSameImages(t *testing.T) {
 }
 
 // The images are named as the module deploys them: the manager's
-// Deployment in config/manager and the chart's Function controller image,
-// both at the module's VERSION.
+// Deployment in config/manager and the chart's Function controller and
+// registry agent images, all at the module's VERSION.
 func TestImageNamesAreTheDeployedOnes(t *testing.T) {
 	root := repo.MustRoot()
 	data, err := os.ReadFile(filepath.Join(root, "VERSION"))
@@ -246,6 +246,11 @@ func TestImageNamesAreTheDeployedOnes(t *testing.T) {
 		} `json:"global"`
 	}
 	require.NoError(t, yaml.Unmarshal(data, &values))
-	fc := values.Global.Images["function_controller"]
-	assert.Equal(t, ref(module.FunctionController()), values.Global.ImageRegistry+"/"+fc.Repository+":"+fc.Tag, "the chart's function_controller image")
+	for key, id := range map[string]module.Identity{
+		"function_controller": module.FunctionController(),
+		"registry_agent":      module.RegistryAgent(),
+	} {
+		img := values.Global.Images[key]
+		assert.Equal(t, ref(id), values.Global.ImageRegistry+"/"+img.Repository+":"+img.Tag, "the chart's %s image", key)
+	}
 }

@@ -3,7 +3,7 @@
 // chart's internal registry Deployment as a process (distribution from
 // bin/assets, its htpasswd written from the registry Secret as its init
 // container does, its volume the claim's host path, and its registry-agent
-// sidecar from bin/function-controller), its Service names reachable from
+// sidecar from bin/registry-agent), its Service names reachable from
 // build steps, build Pods of Functions labelled
 // local.serverless.kyma-project.io/build=process run step by step, and
 // stand-ins for the runtime base images that the manager was pointed at in

@@ -262,7 +262,7 @@ func TestAuditLogRecordsOnlyTheModuleBinaries(t *testing.T) {
 	// the namespace and ServiceAccounts may exist already (other tests
 	// install the module); they are left in place
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}}
-	for _, id := range module.Binaries() {
+	for _, id := range module.APIClients() {
 		objs = append(objs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount, Namespace: ns}})
 	}
 	for _, o := range objs {
@@ -276,7 +276,7 @@ func TestAuditLogRecordsOnlyTheModuleBinaries(t *testing.T) {
 	adminProbe := "audit-probe-admin-" + utilrand.String(6)
 	err = c.Client().Get(t.Context(), client.ObjectKey{Namespace: ns, Name: adminProbe}, &corev1.ConfigMap{})
 	require.True(t, apierrors.IsNotFound(err), "admin probe: %v", err)
-	for _, id := range module.Binaries() {
+	for _, id := range module.APIClients() {
 		user := framework.AuditUser(id)
 		users[user] = true
 		path, err := c.ServiceAccountKubeconfig(t.Context(), ns, id.ServiceAccount)

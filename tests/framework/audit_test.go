@@ -92,6 +92,7 @@ func TestCountAudit(t *testing.T) {
 }
 
 // The local cluster audits the ServiceAccount of every binary of the module
+// that talks to the API server (module.APIClients())
 // and nothing else. Decoded strictly: a field this test does not know (say a
 // rule narrowed to some resources) fails it.
 func TestAuditPolicyRecordsEveryModuleBinary(t *testing.T) {
@@ -110,7 +111,7 @@ func TestAuditPolicyRecordsEveryModuleBinary(t *testing.T) {
 	require.NoError(t, yaml.UnmarshalStrict(data, &policy))
 
 	var want []string
-	for _, id := range module.Binaries() {
+	for _, id := range module.APIClients() {
 		want = append(want, AuditUser(id))
 	}
 	assert.Equal(t, "audit.k8s.io/v1", policy.APIVersion)

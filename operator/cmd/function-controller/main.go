@@ -13,10 +13,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,18 +42,18 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "build" {
 		os.Exit(runBuild(context.Background(), os.Args[2:], os.LookupEnv, os.Stdout, os.Stderr, terminationLog))
 	}
-	// The internal registry's Pod runs it as its sidecar `registry-agent`.
-	if len(os.Args) > 1 && os.Args[1] == "registry-agent" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		code := runRegistryAgent(ctx, os.LookupEnv, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
 	flags := flag.NewFlagSet(module.FunctionController().Binary, flag.ExitOnError)
 	flags.Usage = func() { usage(flags) }
 	// No flags: the configuration is the environment (as 1.8.4); --help
 	// still prints it and exits 0.
 	_ = flags.Parse(os.Args[1:])
+	// An unknown subcommand (say `registry-agent`, now its own binary) must
+	// not start the controller.
+	if flags.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "%s: unknown subcommand %q\n", flags.Name(), flags.Arg(0))
+		flags.Usage()
+		os.Exit(2)
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, module.FunctionController().Binary+":", err)
 		os.Exit(1)
@@ -67,9 +65,7 @@ func usage(flags *flag.FlagSet) {
 	fmt.Fprintf(out, "Usage: %s\n       %s fetch   (build Job init container: writes APP_REPOSITORY_COMMIT of\n"+
 		"                 APP_REPOSITORY_URL into APP_MOUNT_PATH; see APP_REPOSITORY_*)\n"+
 		"       %s build prepare|image   (build Job steps: dependency key and cache;\n"+
-		"                 layers pushed to APP_BUILD_DESTINATION; see APP_BUILD_*)\n"+
-		"       %s registry-agent   (internal registry sidecar: GET /usage, POST /gc;\n"+
-		"                 see APP_REGISTRY_AGENT_*)\n\n", flags.Name(), flags.Name(), flags.Name(), flags.Name())
+		"                 layers pushed to APP_BUILD_DESTINATION; see APP_BUILD_*)\n\n", flags.Name(), flags.Name(), flags.Name())
 	fmt.Fprintln(out, "Builds and runs Functions (serverless.kyma-project.io/v1alpha2). Configured by environment")
 	fmt.Fprintln(out, "variables (empty = default) and the log configuration file (logLevel, logFormat json|text;")
 	fmt.Fprintln(out, "the level is re-read when the file changes). Kubernetes access: KUBECONFIG or in-cluster.")

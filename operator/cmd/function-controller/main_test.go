@@ -60,6 +60,15 @@ func TestBinary(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(out), "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS")
 	})
+	t.Run("an unknown subcommand exits 2 without starting", func(t *testing.T) {
+		cmd := exec.Command(bin, "registry-agent")
+		cmd.Env = []string{"KUBECONFIG=/nonexistent"}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "output: %s", out)
+		assert.Equal(t, 2, exit.ExitCode(), "output: %s", out)
+		assert.Contains(t, string(out), `unknown subcommand "registry-agent"`)
+	})
 
 	te := testenv.Start(t, "charts/serverless/crds")
 	kubeconfig := filepath.Join(dir, "kubeconfig")

@@ -1,5 +1,5 @@
 // Package module holds the names every part of the module agrees on: the
-// identities of its two binaries, the labels that mark the module's objects,
+// identities of its binaries, the labels that mark the module's objects,
 // the finalizer and the chart objects the manager reads. Binaries, tests and
 // hack tools import it; nothing else defines these names.
 package module
@@ -44,14 +44,15 @@ const (
 type Identity struct {
 	// Name is the field manager, the event source and the user agent.
 	Name string
-	// ServiceAccount the binary runs as, in the module namespace.
+	// ServiceAccount the binary runs as, in the module namespace; empty for
+	// a binary that does not talk to the API server.
 	ServiceAccount string
 	// Binary is the file name under bin/ and the entrypoint of its image.
 	Binary string
 	// Package is the binary's main package, relative to the repository root.
 	Package string
 	// MetricsPort and HealthPort are where it serves metrics and probes in
-	// its Pod.
+	// its Pod (0: not served).
 	MetricsPort, HealthPort int
 }
 
@@ -81,8 +82,34 @@ func FunctionController() Identity {
 	}
 }
 
-// Binaries are every binary of the module, in build order.
-func Binaries() []Identity { return []Identity{Manager(), FunctionController()} }
+// RegistryAgent is the internal registry's sidecar (GET /usage, POST /gc
+// on the registry's volume). It is its own binary so that the registry's
+// storage code it links stays out of the controllers. It runs in the
+// registry's Pod, which mounts no ServiceAccount token: it has no
+// ServiceAccount of its own. Its probes are served on the agent's port
+// (registryagent.Port).
+func RegistryAgent() Identity {
+	return Identity{
+		Name: "registry-agent", Binary: "registry-agent", Package: "./operator/cmd/registry-agent",
+		HealthPort: 5002,
+	}
+}
+
+// Binaries are every binary of the module, in build order; each has its
+// own image.
+func Binaries() []Identity { return []Identity{Manager(), FunctionController(), RegistryAgent()} }
+
+// APIClients are the binaries that talk to the API server, each as its own
+// ServiceAccount (the audit log records exactly these).
+func APIClients() []Identity {
+	var ids []Identity
+	for _, id := range Binaries() {
+		if id.ServiceAccount != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
 
 // Labels are set on every object the manager applies; uninstall and the
 // manager's own cache select by them.

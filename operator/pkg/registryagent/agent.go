@@ -1,26 +1,19 @@
-// Package registryagent is the internal registry's sidecar
-// (`function-controller registry-agent`): it shares the registry Pod's data
-// volume and tells, over HTTP, how full the registry is (GET /usage) and
-// reclaims the space of deleted images (POST /gc) with distribution's own
-// mark-and-sweep, which distribution offers only offline. The Function
-// controller deletes manifests through the registry API and then asks for a
-// GC; Client is how it calls.
-//
-// The sweep deletes every blob no tagged manifest references. A push that
-// runs meanwhile may upload a blob before its manifest exists, and lose it:
-// the caller guarantees that no push runs during a GC (the controller pauses
-// builds). Pulls are not affected beyond images deleted on purpose.
+// Package registryagent is the interface of the internal registry's
+// sidecar, the registry agent (binary registry-agent, implemented in
+// operator/internal/registryagent): its environment, port and endpoints,
+// the answers of GET /usage and POST /gc, and Client, how the Function
+// controller and the manager call it. It links none of the registry's
+// storage code, so its callers stay small.
 //
 // Both endpoints require HTTP basic auth with the registry's own
-// credentials, read from the mounted Secret at every request (a new Secret
-// takes effect without a restart).
+// credentials; GET /healthz answers without.
 package registryagent
 
 import (
 	"time"
 )
 
-// Environment of `function-controller registry-agent`.
+// Environment of the registry-agent binary.
 const (
 	EnvAddress         = "APP_REGISTRY_AGENT_ADDRESS"
 	EnvStorageRoot     = "APP_REGISTRY_AGENT_STORAGE_ROOT"
@@ -64,6 +57,11 @@ type Usage struct {
 	// (layers, configs and manifests).
 	Manifests int `json:"manifests"`
 	Blobs     int `json:"blobs"`
+}
+
+// ErrorAnswer is the body of every answer other than 200 OK.
+type ErrorAnswer struct {
+	Error string `json:"error"`
 }
 
 // GCResult is the answer of POST /gc.

@@ -67,7 +67,7 @@ func (c *Client) call(ctx context.Context, method, path string, out any) error {
 		return fmt.Errorf("registry agent %s %s: reading the answer: %w", method, url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e ErrorAnswer
 		msg := strings.TrimSpace(string(body))
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
 			msg = e.Error

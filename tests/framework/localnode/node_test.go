@@ -62,8 +62,8 @@ func registryPod(volume string) []client.Object {
 						VolumeMounts: []corev1.VolumeMount{data, {Name: "config", MountPath: "/etc/distribution"}, htpasswd},
 					},
 					{
-						Name: "registry-agent", Image: "europe-docker.pkg.dev/kyma-project/prod/serverless-function-controller:1",
-						Command: []string{"/function-controller", "registry-agent"},
+						Name: "registry-agent", Image: "europe-docker.pkg.dev/kyma-project/prod/serverless-registry-agent:1",
+						Command: []string{"/" + module.RegistryAgent().Binary},
 						Ports:   []corev1.ContainerPort{{Name: registryagent.PortName, ContainerPort: registryagent.Port}},
 						Env: []corev1.EnvVar{
 							{Name: registryagent.EnvAddress, Value: ":5002"},
@@ -104,11 +104,11 @@ func registryPod(volume string) []client.Object {
 	}
 }
 
-// compileController builds bin/function-controller of this checkout into
-// dir, as `make build` would.
-func compileController(t *testing.T, dir string) {
+// compileBinary builds bin/<binary> of this checkout into dir, as
+// `make build` would.
+func compileBinary(t *testing.T, dir string, id module.Identity) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, module.FunctionController().Binary), "./operator/cmd/function-controller")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, id.Binary), id.Package)
 	cmd.Dir = repo.MustRoot()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -119,14 +119,14 @@ func compileController(t *testing.T, dir string) {
 // rollout restarts them all and the end of the run stops them all.
 func TestRunDeploymentRunsEveryContainer(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the controller and runs the registry")
+		t.Skip("builds the registry agent and runs the registry")
 	}
 	assets := filepath.Join(repo.MustRoot(), "bin", "assets")
 	if _, err := os.Stat(filepath.Join(assets, "registry")); err != nil {
 		t.Fatalf("no registry in bin/assets: run `hack/tools.sh registry` first (%v)", err)
 	}
 	binDir, logDir := t.TempDir(), t.TempDir()
-	compileController(t, binDir)
+	compileBinary(t, binDir, module.RegistryAgent())
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(registryPod(t.TempDir())...).Build()
 	network, err := StartNetwork()
 	require.NoError(t, err)

@@ -35,7 +35,7 @@ type Spec struct {
 	// Container is the container's name; empty means the first one.
 	Container string
 	// BinDir holds the binaries; the command's file name is looked up there
-	// (an image entrypoint /function-controller runs BinDir/function-controller).
+	// (an image entrypoint /registry-agent runs BinDir/registry-agent).
 	BinDir string
 	// Dir is where volumes are materialised, one directory per mount path
 	// (/appconfig → Dir/appconfig).

@@ -58,11 +58,14 @@ func NewScheme() (*runtime.Scheme, error) {
 // are cached whole; the kinds a Function owns only when labelled
 // managed-by=function-controller, build Jobs and build Pods slimmed to what
 // the reconciler reads; ConfigMaps, Secrets and ServiceAccounts
-// likewise (the per-namespace copies carry that label), except in the base
-// namespace, where the base objects (label serverless.kyma-project.io/config)
-// are cached — and there all ConfigMaps, because a Function in the base
-// namespace has its source ConfigMap there, and one selector cannot match
-// both. Namespaces are read as metadata (copies). Managed fields are
+// likewise (the per-namespace copies carry that label), and also when
+// labelled managed-by=user (a copy its user took over: the cache is then
+// the whole truth about copies, and the reconciler needs no API read for
+// them), except in the base namespace, where the base objects (label
+// serverless.kyma-project.io/config) are cached — and there all
+// ConfigMaps, because a Function in the base namespace has its source
+// ConfigMap there, and one selector cannot match both. Namespaces are read
+// as metadata (copies). Managed fields are
 // dropped from every cached object: nothing reads them, and with 300
 // Functions they cost about 6 MiB (make bench); an update sent without them
 // keeps the server's.
@@ -91,10 +94,16 @@ func CacheOptions(cfg *config.Config) (cache.Options, error) {
 			},
 		}, nil
 	}
+	ours, err := labels.NewRequirement(v1alpha2.LabelManagedBy, selection.In,
+		[]string{v1alpha2.ManagedByController, v1alpha2.ManagedByUser})
+	if err != nil {
+		return cache.Options{}, err
+	}
+	copies := labels.NewSelector().Add(*ours)
 	perNamespace := func(base labels.Selector) cache.ByObject {
 		return cache.ByObject{Namespaces: map[string]cache.Config{
 			cfg.BaseNamespace:   {LabelSelector: base},
-			cache.AllNamespaces: {LabelSelector: managed},
+			cache.AllNamespaces: {LabelSelector: copies},
 		}}
 	}
 	return cache.Options{

@@ -123,3 +123,26 @@ func TestBuildlessCacheHoldsNoBuildKinds(t *testing.T) {
 	assert.Equal(t, []string{"Deployment", "Function", "Secret", "Service"}, kinds)
 	assert.NotNil(t, opts.DefaultTransform, "managed fields dropped")
 }
+
+// Outside the base namespace the cache holds the copies and those their
+// users took over (managed-by=user), so that a copy missing from the cache
+// is missing; the Function's own children only when they are the
+// controller's.
+func TestCacheHoldsCopiesTakenOver(t *testing.T) {
+	opts, err := app.CacheOptions(&config.Config{BaseNamespace: "kyma-system"})
+	require.NoError(t, err)
+	managedBy := func(v string) labels.Set { return labels.Set{v1alpha2.LabelManagedBy: v} }
+	for obj, by := range opts.ByObject {
+		switch obj.(type) {
+		case *corev1.ConfigMap, *corev1.Secret, *corev1.ServiceAccount:
+			elsewhere := by.Namespaces[cache.AllNamespaces].LabelSelector
+			require.NotNil(t, elsewhere, "%T", obj)
+			assert.True(t, elsewhere.Matches(managedBy(v1alpha2.ManagedByController)), "%T", obj)
+			assert.True(t, elsewhere.Matches(managedBy(v1alpha2.ManagedByUser)), "%T", obj)
+			assert.False(t, elsewhere.Matches(managedBy("someone-else")), "%T", obj)
+			assert.False(t, elsewhere.Matches(labels.Set{v1alpha2.LabelConfig: v1alpha2.ConfigCredentials}), "%T: 1.8.4's copies are adopted first", obj)
+		case *batchv1.Job, *appsv1.Deployment:
+			assert.False(t, by.Label.Matches(managedBy(v1alpha2.ManagedByUser)), "%T", obj)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
@@ -215,6 +216,44 @@ func TestFunctionController(t *testing.T) {
 		e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
 		e.waitCondition(t, ns, "hello", v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
 		e.finishAll(t, ns)
+	})
+
+	t.Run("copies come from the cache: a new namespace's, and a Secret its user took over", func(t *testing.T) {
+		ctx := context.Background()
+		fresh := e.namespace(t, "fresh")
+		for _, name := range []string{"a", "b", "c"} {
+			e.createFunction(t, fresh, name)
+		}
+		// The user's registry Secret (the base's content, their label) is
+		// there before the first Function.
+		taken := e.namespace(t, "taken")
+		base := &corev1.Secret{}
+		require.NoError(t, e.c.Get(ctx, client.ObjectKey{Namespace: baseNS, Name: config.DefaultRegistrySecretName}, base))
+		mine := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: base.Name,
+			Labels: map[string]string{v1alpha2.LabelConfig: v1alpha2.ConfigCredentials, v1alpha2.LabelManagedBy: v1alpha2.ManagedByUser}},
+			Type: base.Type, Data: base.Data}
+		require.NoError(t, e.c.Create(ctx, mine))
+		e.createFunction(t, taken, "hello")
+
+		// Past the prerequisites: the source ConfigMap is made (the build
+		// may wait for a slot).
+		for _, name := range []string{"a", "b", "c"} {
+			e.waitCondition(t, fresh, name, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
+		}
+		e.waitCondition(t, taken, "hello", v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
+		assert.Zero(t, e.copyReads.in(fresh), "copies of a new namespace read from the API server")
+		assert.Zero(t, e.copyReads.in(taken), "copies of a namespace with a user's Secret read from the API server")
+		got := &corev1.Secret{}
+		require.NoError(t, e.c.Get(ctx, client.ObjectKeyFromObject(mine), got))
+		assert.Equal(t, mine.Labels, got.Labels, "the user's Secret stays theirs")
+		// Every build done, so the slots are free for the next test.
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			e.finishAll(t, fresh)
+			e.finishAll(t, taken)
+			for _, fn := range []struct{ ns, name string }{{fresh, "a"}, {fresh, "b"}, {fresh, "c"}, {taken, "hello"}} {
+				assert.Equal(c, corev1.ConditionTrue, conditionOf(e.function(c, fn.ns, fn.name), v1alpha2.ConditionBuildReady).Status, fn.name)
+			}
+		}, eventual, tick)
 	})
 
 	t.Run("kubectl scale: replicas reach the Deployment without a rollout", func(t *testing.T) {

@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -125,12 +127,44 @@ func (w *writes) funcs() interceptor.Funcs {
 	}
 }
 
+// copyReads counts the controller's GETs of single per-namespace copies
+// (registry Secret, Dockerfile ConfigMaps, Function ServiceAccount) from the
+// API server, by namespace: the cache should answer them all.
+type copyReads struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+var copyPath = regexp.MustCompile(`^/api/v1/namespaces/([^/]+)/(secrets/serverless-registry-config-default|configmaps/dockerfile-[a-z0-9]+|serviceaccounts/serverless-function)$`)
+
+func (r *copyReads) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if m := copyPath.FindStringSubmatch(req.URL.Path); req.Method == http.MethodGet && m != nil {
+			r.mu.Lock()
+			r.n[m[1]]++
+			r.mu.Unlock()
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+func (r *copyReads) in(ns string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[ns]
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 type env struct {
-	c      client.Client // test client, straight to the API server
-	rest   *rest.Config
-	writes *writes
-	cfg    config.Config // of the next controller started
-	stop   func()        // stops the running controller
+	c         client.Client // test client, straight to the API server
+	rest      *rest.Config
+	writes    *writes
+	copyReads *copyReads
+	cfg       config.Config // of the next controller started
+	stop      func()        // stops the running controller
 }
 
 // start runs the Function controller (Function reconciler and copies) against
@@ -148,7 +182,7 @@ func start(t *testing.T) *env {
 	require.NoError(t, err)
 	c, err := client.New(te.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	e := &env{c: c, rest: te.Config, writes: &writes{n: map[string]map[string]int{}}, cfg: controllerConfig(t)}
+	e := &env{c: c, rest: te.Config, writes: &writes{n: map[string]map[string]int{}}, copyReads: &copyReads{n: map[string]int{}}, cfg: controllerConfig(t)}
 	e.startController(t)
 	t.Cleanup(func() { e.stop() })
 	createBases(t, c)
@@ -191,7 +225,9 @@ func (e *env) startController(t *testing.T) {
 	cfg := e.cfg
 	cacheOpts, err := app.CacheOptions(&cfg)
 	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(e.rest, manager.Options{
+	rc := rest.CopyConfig(e.rest)
+	rc.WrapTransport = e.copyReads.wrap
+	mgr, err := ctrl.NewManager(rc, manager.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

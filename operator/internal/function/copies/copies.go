@@ -7,8 +7,9 @@
 // their base, goes. Base objects get no finalizer.
 //
 // One reconcile handles one namespace (the request's Name); all reads come
-// from the cache except when a create meets a copy the cache does not hold
-// (one left by 1.8.4, or a user's).
+// from the cache, which holds the copies and those their users took over
+// (managed-by: user), except when a create meets a copy the cache does not
+// hold (one left by 1.8.4).
 package copies
 
 import (
@@ -33,8 +34,9 @@ type Reconciler struct {
 	// client reads from the cache (Functions, namespace metadata, bases,
 	// copies) and writes.
 	client client.Client
-	// api reads a copy the cache does not hold: one left by 1.8.4 (adopted)
-	// or one labelled managed-by=user (left alone).
+	// api reads a copy the cache does not hold: one left by 1.8.4 (adopted),
+	// or one labelled managed-by=user that the cache did not show yet
+	// (left alone).
 	api client.Reader
 	cfg *config.Config
 	mem *memory
@@ -42,8 +44,8 @@ type Reconciler struct {
 
 // New wires a Reconciler. c reads from the manager's cache, configured as
 // the Function controller's (bases in the base namespace by their config
-// label, copies elsewhere by managed-by=function-controller, namespaces as
-// metadata); api reads from the API server.
+// label, copies elsewhere by managed-by=function-controller or user,
+// namespaces as metadata); api reads from the API server.
 func New(c client.Client, api client.Reader, cfg *config.Config) *Reconciler {
 	return &Reconciler{client: c, api: api, cfg: cfg, mem: newMemory(time.Now)}
 }
@@ -93,8 +95,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			wait = max(wait, left)
 			continue
 		}
-		if a.Op == OpCreate && r.mem.optedOut(k) {
-			continue
+		if a.Op == OpCreate {
+			taken, err := r.takenOver(ctx, a.Object)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if taken || r.mem.optedOut(k) {
+				continue
+			}
 		}
 		if err := r.apply(ctx, a); err != nil {
 			errs = append(errs, fmt.Errorf("%s %s %s/%s: %w", a.Op, k.Kind, k.Namespace, k.Name, err))
@@ -203,6 +212,19 @@ func (r *Reconciler) copies(ctx context.Context, ns string) ([]client.Object, er
 		}
 	}
 	return out, nil
+}
+
+// takenOver reports a copy its user labelled managed-by=user: the cache
+// holds it, and it is left alone (no create the API server would refuse).
+func (r *Reconciler) takenOver(ctx context.Context, desired client.Object) (bool, error) {
+	live := newOfKind(desired)
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading %s %s/%s: %w", kindOf(desired), desired.GetNamespace(), desired.GetName(), err)
+	}
+	return live.GetLabels()[v1alpha2.LabelManagedBy] == v1alpha2.ManagedByUser, nil
 }
 
 func pointers[T any, PT interface {

@@ -152,3 +152,11 @@ func IsCopy(obj client.Object) bool {
 		l[v1alpha2.LabelFunctionName] == "" &&
 		len(obj.GetOwnerReferences()) == 0
 }
+
+// isTakenOver tells a copy its user took over: the kind's config label and
+// managed-by=user.
+func isTakenOver(obj client.Object) bool {
+	l := obj.GetLabels()
+	want := configValue(obj)
+	return want != "" && l[v1alpha2.LabelManagedBy] == v1alpha2.ManagedByUser && l[v1alpha2.LabelConfig] == want
+}

@@ -73,7 +73,8 @@ func functionComesOrGoes() predicate.Predicate {
 }
 
 // mapObject maps a ConfigMap, Secret or ServiceAccount event: a base's to
-// every namespace holding Functions, a copy's to its namespace. The
+// every namespace holding Functions, a copy's (its user's too: deleted or
+// handed back, it is the controller's to make again) to its namespace. The
 // Function controller's own children (also cached) map to nothing. For an
 // update it is called with the old and the new object, so a base that stops
 // being one (label or name change) still counts.
@@ -84,7 +85,7 @@ func (r *Reconciler) mapObject(ctx context.Context, obj client.Object) []reconci
 		}
 		return r.functionNamespaces(ctx)
 	}
-	if IsCopy(obj) {
+	if IsCopy(obj) || isTakenOver(obj) {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
 	}
 	return nil

@@ -60,9 +60,10 @@ type Options struct {
 	CacheWait time.Duration
 	// Now returns the current time (tests fix it).
 	Now func() time.Time
-	// API reads, from the API server, the per-namespace copies the cache
-	// does not hold: those a user took over (labelled managed-by: user)
-	// lack the controller's label. Nil: the cache only.
+	// API reads from the API server what the cache does not hold: Git auth
+	// Secrets, and a per-namespace copy still missing from the cache after
+	// the prerequisites grace (one 1.8.4 left, not adopted yet). Nil: the
+	// cache only.
 	API client.Reader
 	// Git resolves Git Functions' references (nil: git.Resolver{}).
 	Git GitResolver
@@ -90,7 +91,7 @@ type Leftovers interface {
 type Reconciler struct {
 	steps   []step        // the mode's, chosen once
 	client  client.Client // reads from the cache, writes to the API server
-	api     client.Reader // reads user-owned copies (nil: none)
+	api     client.Reader // reads what the cache does not hold (nil: none)
 	pkgs    client.Reader // reads package registry config Secrets
 	events  EventRecorder
 	metrics *Metrics

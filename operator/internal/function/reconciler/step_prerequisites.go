@@ -27,22 +27,27 @@ const prerequisitesGrace = 10 * time.Second
 // watches the copies).
 func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	ns := p.fn.Namespace
+	// The copies controller creates the copies when a namespace gets its
+	// first Function, and adopts 1.8.4's copies after a takeover, within
+	// moments; their watch event brings the next pass. Until then a new
+	// Function, or any Function just after the controller started, says
+	// nothing (no write, no Warning per Function, no flapping condition).
+	since := min(p.now.Sub(p.fn.CreationTimestamp.Time), p.now.Sub(r.started))
+	graceLeft := min(prerequisitesGrace, prerequisitesGrace-since)
+	excluded := ns != r.cfg.BaseNamespace && r.cfg.Excluded(ns)
+	// Where the copies controller makes copies, a copy the cache lacks
+	// within the grace is one not made yet: no API read (see getCopy).
+	askAPI := graceLeft <= 0 || excluded || ns == r.cfg.BaseNamespace
 	missing := func(format string, args ...any) error {
 		p.stop = true
-		if ns != r.cfg.BaseNamespace && r.cfg.Excluded(ns) {
+		if excluded {
 			// Bug §11.18: 1.8.4 failed here forever without a word.
 			setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
 				fmt.Sprintf("namespace %s is excluded (APP_KUBERNETES_EXCLUDED_NAMESPACES): the controller copies no registry Secret, Dockerfiles or ServiceAccount into it", ns), p.now)
 			return nil
 		}
-		// The copies controller creates the copies when a namespace gets its
-		// first Function, and adopts 1.8.4's copies after a takeover, within
-		// moments; their watch event brings the next pass. Until then a new
-		// Function, or any Function just after the controller started, says
-		// nothing (no write, no Warning per Function, no flapping condition).
-		since := min(p.now.Sub(p.fn.CreationTimestamp.Time), p.now.Sub(r.started))
-		if wait := min(prerequisitesGrace, prerequisitesGrace-since); wait > 0 {
-			p.keepStatus, p.requeueAfter = true, wait
+		if graceLeft > 0 {
+			p.keepStatus, p.requeueAfter = true, graceLeft
 			return nil
 		}
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
@@ -52,7 +57,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 
 	secret := &corev1.Secret{}
 	secretName := r.cfg.ImageRegistryDefaultDockerConfigSecretName
-	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: secretName}, secret); err != nil {
+	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: secretName}, secret, askAPI); err != nil {
 		return err
 	} else if !found {
 		return missing("registry Secret %s not found in namespace %s (the controller copies it from %s)", secretName, ns, r.cfg.BaseNamespace)
@@ -64,7 +69,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 
 	cm := &corev1.ConfigMap{}
 	cmName := resources.DockerfileConfigMapName(p.fn.Spec.Runtime)
-	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, cm); err != nil {
+	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, cm, askAPI); err != nil {
 		return err
 	} else if !found {
 		return missing("Dockerfile ConfigMap %s not found in namespace %s (the controller copies it from %s)", cmName, ns, r.cfg.BaseNamespace)
@@ -76,7 +81,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 
 	sa := &corev1.ServiceAccount{}
 	saName := r.cfg.ImagePullAccountName
-	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: saName}, sa); err != nil {
+	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: saName}, sa, askAPI); err != nil {
 		return err
 	} else if !found {
 		return missing("ServiceAccount %s not found in namespace %s (the controller copies it from %s)", saName, ns, r.cfg.BaseNamespace)
@@ -98,14 +103,17 @@ func (r *Reconciler) get(ctx context.Context, key types.NamespacedName, obj clie
 	return true, nil
 }
 
-// getCopy reads a per-namespace copy from the cache and, when the cache
-// has none, from the API server: a copy its user labelled managed-by: user
-// is theirs to keep and is not cached. That read happens only for a copy
-// the cache lacks, so Functions in namespaces with the controller's own
-// copies cost no API read.
-func (r *Reconciler) getCopy(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
+// getCopy reads a per-namespace copy from the cache, which holds the
+// controller's copies and those a user took over (managed-by: user). Only
+// with askAPI a miss goes to the API server: after the grace (a 1.8.4 copy
+// the copies controller has not adopted yet is there), or where the copies
+// controller makes none (the base and excluded namespaces: a copy there is
+// the user's, whatever its labels). Otherwise a miss within the grace is a
+// copy not made yet, whose creation's event brings the next pass; asking
+// the API server would only fetch a 404.
+func (r *Reconciler) getCopy(ctx context.Context, key types.NamespacedName, obj client.Object, askAPI bool) (bool, error) {
 	found, err := r.get(ctx, key, obj)
-	if found || err != nil || r.api == nil {
+	if found || err != nil || !askAPI || r.api == nil {
 		return found, err
 	}
 	if err := r.api.Get(ctx, key, obj); err != nil {

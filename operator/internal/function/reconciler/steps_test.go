@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
@@ -485,40 +486,76 @@ func TestExtraChildrenAreDeletedKeepingTheOldest(t *testing.T) {
 	assert.Equal(t, first.Name, left[0].Name)
 }
 
-// A registry Secret its user took over (managed-by: user) is not in the
-// cache; the Function reads it from the API server instead of reporting it
-// missing.
-func TestUserOwnedCopyIsReadFromTheAPIServer(t *testing.T) {
+// Where a copy is read from: the cache, which holds the controller's
+// copies and those their users took over; the API server only when the
+// cache has none after the prerequisites grace (a 1.8.4 copy the copies
+// controller has not adopted yet), or in a namespace where the controller
+// makes no copies. Within the grace a missing copy is one not made yet:
+// reading it from the API server would fetch a 404 per Function.
+func TestWhereCopiesAreRead(t *testing.T) {
 	var secret *corev1.Secret
-	var inCache []client.Object
+	var others []client.Object
 	for _, o := range prerequisites(testNS) {
 		if s, ok := o.(*corev1.Secret); ok {
 			secret = s.DeepCopy()
-			secret.Labels = map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByUser}
 			continue
 		}
-		inCache = append(inCache, o)
+		others = append(others, o)
 	}
 	require.NotNil(t, secret)
+	userSecret := secret.DeepCopy()
+	userSecret.Labels = map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByUser}
+	leftBy184 := secret.DeepCopy()
+	leftBy184.Labels = map[string]string{v1alpha2.LabelConfig: v1alpha2.ConfigCredentials}
 	tests := []struct {
-		name    string
-		api     []client.Object
-		wantJob bool
+		name         string
+		cache, api   []client.Object // the Secret where it is
+		age          time.Duration   // of the Function (the controller runs for long)
+		excluded     bool
+		wantAPIReads int
+		wantJob      bool
+		wantRequeue  time.Duration
 	}{
-		{"user Secret in the API server", []client.Object{secret}, true},
-		{"no Secret anywhere", nil, false},
+		{name: "user's Secret in the cache, new Function", cache: []client.Object{userSecret}, api: []client.Object{userSecret},
+			age: time.Second, wantJob: true},
+		{name: "copy not made yet, within the grace", age: 3 * time.Second, wantRequeue: 7 * time.Second},
+		{name: "1.8.4 copy not adopted yet, within the grace", api: []client.Object{leftBy184},
+			age: 3 * time.Second, wantRequeue: 7 * time.Second},
+		{name: "1.8.4 copy not adopted yet, after the grace", api: []client.Object{leftBy184},
+			age: 11 * time.Second, wantAPIReads: 1, wantJob: true},
+		{name: "no Secret anywhere, after the grace", age: 11 * time.Second, wantAPIReads: 1},
+		{name: "excluded namespace: a user's copy whatever its labels", api: []client.Object{leftBy184},
+			age: time.Second, excluded: true, wantAPIReads: 1, wantJob: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, append(inCache, newFunction("hello"))...)
-			f.r.api = fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tt.api...).Build()
-			f.reconcile(t, "hello")
+			fn := newFunction("hello")
+			objs := append(append([]client.Object{fn}, others...), tt.cache...)
+			f := newFixture(t, objs...)
+			f.r.started = fn.CreationTimestamp.Add(-time.Hour)
+			f.now = fn.CreationTimestamp.Add(tt.age)
+			if tt.excluded {
+				f.r.cfg.ExcludedNamespaces = []string{testNS}
+			}
+			reads := 0
+			f.r.api = interceptor.NewClient(fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tt.api...).Build(),
+				interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					reads++
+					return c.Get(ctx, key, obj, opts...)
+				}})
+			f.writes.take()
+			assert.Equal(t, tt.wantRequeue, f.reconcile(t, "hello"))
+			assert.Equal(t, tt.wantAPIReads, reads, "reads from the API server")
 			if tt.wantJob {
 				assert.Len(t, f.jobs(t), 1)
 				assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated)
 				return
 			}
 			assert.Empty(t, f.jobs(t))
+			if tt.wantRequeue > 0 {
+				assert.Empty(t, f.writes.take(), "silent within the grace")
+				return
+			}
 			assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
 		})
 	}

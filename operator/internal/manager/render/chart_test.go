@@ -214,7 +214,8 @@ func TestChartFacts(t *testing.T) {
 	require.Len(t, containers, 2)
 	agent := containers[1].(map[string]any)
 	assert.Equal(t, "registry-agent", agent["name"])
-	assert.Equal(t, []any{"/function-controller", "registry-agent"}, agent["command"])
+	assert.Equal(t, []any{"/" + module.RegistryAgent().Binary}, agent["command"], "the entrypoint of its own image")
+	assert.Equal(t, "europe-docker.pkg.dev/kyma-project/prod/serverless-registry-agent:"+moduleVersion(t), agent["image"])
 	agentEnv := map[string]string{}
 	for _, e := range agent["env"].([]any) {
 		agentEnv[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"].(string)

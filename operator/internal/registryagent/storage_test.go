@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	api "github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 func TestCountRepoFile(t *testing.T) {
@@ -11,20 +13,20 @@ func TestCountRepoFile(t *testing.T) {
 	tests := []struct {
 		rel      string
 		wantRepo string
-		want     Usage
+		want     api.Usage
 	}{
-		{"ns-a/_manifests/tags/1/current/link", "ns-a", Usage{TaggedImages: 1}},
-		{"ns-a/_manifests/tags/1/index/" + rev + "/link", "ns-a", Usage{}},
-		{"ns-a/_manifests/revisions/" + rev + "/link", "ns-a", Usage{Manifests: 1}},
-		{"library/base/_manifests/tags/v1/current/link", "library/base", Usage{TaggedImages: 1}},
-		{"ns-a/_layers/" + rev + "/link", "", Usage{}},
-		{"ns-a/_uploads/uuid/data", "", Usage{}},
-		{"_manifests/tags/1/current/link", "", Usage{}},
+		{"ns-a/_manifests/tags/1/current/link", "ns-a", api.Usage{TaggedImages: 1}},
+		{"ns-a/_manifests/tags/1/index/" + rev + "/link", "ns-a", api.Usage{}},
+		{"ns-a/_manifests/revisions/" + rev + "/link", "ns-a", api.Usage{Manifests: 1}},
+		{"library/base/_manifests/tags/v1/current/link", "library/base", api.Usage{TaggedImages: 1}},
+		{"ns-a/_layers/" + rev + "/link", "", api.Usage{}},
+		{"ns-a/_uploads/uuid/data", "", api.Usage{}},
+		{"_manifests/tags/1/current/link", "", api.Usage{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rel, func(t *testing.T) {
 			repos := map[string]bool{}
-			var u Usage
+			var u api.Usage
 			countRepoFile(tt.rel, repos, &u)
 			assert.Equal(t, tt.want, u)
 			if tt.wantRepo == "" {

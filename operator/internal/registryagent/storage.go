@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	api "github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 // Layout of distribution's filesystem storage under its root directory.
@@ -21,22 +23,22 @@ const (
 // revisions and blobs, plus the volume's size. A missing root is an empty
 // registry. Files that vanish during the walk (an upload finishing) are
 // skipped.
-func Measure(root string) (Usage, error) {
+func Measure(root string) (api.Usage, error) {
 	u, err := walk(root)
 	if err != nil {
-		return Usage{}, err
+		return api.Usage{}, err
 	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(root, &st); err != nil {
-		return Usage{}, fmt.Errorf("statfs %s: %w", root, err)
+		return api.Usage{}, fmt.Errorf("statfs %s: %w", root, err)
 	}
 	u.TotalBytes = int64(st.Blocks) * int64(st.Bsize)     //nolint:gosec // block counts fit
 	u.AvailableBytes = int64(st.Bavail) * int64(st.Bsize) //nolint:gosec // block counts fit
 	return u, nil
 }
 
-func walk(root string) (Usage, error) {
-	var u Usage
+func walk(root string) (api.Usage, error) {
+	var u api.Usage
 	repos := map[string]bool{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -70,7 +72,7 @@ func walk(root string) (Usage, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Usage{}, fmt.Errorf("walking %s: %w", root, err)
+		return api.Usage{}, fmt.Errorf("walking %s: %w", root, err)
 	}
 	u.Repositories = len(repos)
 	return u, nil
@@ -80,7 +82,7 @@ func walk(root string) (Usage, error) {
 // have several path elements, its own directories start with "_".
 // <name>/_manifests/tags/<tag>/current/link is a tag,
 // <name>/_manifests/revisions/<algorithm>/<hex>/link a manifest revision.
-func countRepoFile(rel string, repos map[string]bool, u *Usage) {
+func countRepoFile(rel string, repos map[string]bool, u *api.Usage) {
 	parts := strings.Split(rel, "/")
 	i := 0
 	for i < len(parts) && parts[i] != manifestsDir {

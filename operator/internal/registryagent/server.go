@@ -17,13 +17,15 @@ import (
 	"github.com/distribution/distribution/v3/registry/storage"
 	"github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
 	"github.com/go-logr/logr"
+
+	api "github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 // Server serves the agent's endpoints for one storage root.
 type Server struct {
 	// Root is distribution's filesystem rootdirectory.
 	Root string
-	// CredentialsDir holds UsernameFile and PasswordFile.
+	// CredentialsDir holds api.UsernameFile and api.PasswordFile.
 	CredentialsDir string
 	Log            logr.Logger
 
@@ -34,12 +36,12 @@ type Server struct {
 // Handler serves GET /usage and POST /gc behind basic auth, and GET
 // /healthz.
 func (s *Server) Handler() http.Handler {
-	api := http.NewServeMux()
-	api.HandleFunc("GET "+PathUsage, s.usage)
-	api.HandleFunc("POST "+PathGC, s.collect)
+	authed := http.NewServeMux()
+	authed.HandleFunc("GET "+api.PathUsage, s.usage)
+	authed.HandleFunc("POST "+api.PathGC, s.collect)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathHealthz, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.Handle("/", s.authenticated(api))
+	mux.HandleFunc("GET "+api.PathHealthz, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("/", s.authenticated(authed))
 	return mux
 }
 
@@ -54,7 +56,7 @@ func (s *Server) usage(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) collect(w http.ResponseWriter, r *http.Request) {
 	if !s.gc.TryLock() {
-		writeJSON(w, http.StatusConflict, errorBody{Error: "a garbage collection is already running"})
+		writeJSON(w, http.StatusConflict, api.ErrorAnswer{Error: api.ErrBusy.Error()})
 		return
 	}
 	defer s.gc.Unlock()
@@ -74,33 +76,33 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request) {
 // that moves a tag to a new digest leaves the old digest untagged while a
 // ReplicaSet may still run it by tag@digest; the Function controller
 // deletes manifests by digest when nothing refers to them.
-func GC(ctx context.Context, root string) (GCResult, error) {
+func GC(ctx context.Context, root string) (api.GCResult, error) {
 	start := time.Now()
 	before, err := walk(root)
 	if err != nil {
-		return GCResult{}, err
+		return api.GCResult{}, err
 	}
 	// distribution's mark fails on a registry that never stored an image.
 	if _, err := os.Stat(filepath.Join(root, reposDir)); errors.Is(err, fs.ErrNotExist) {
-		return GCResult{BytesBefore: before.UsedBytes, BytesAfter: before.UsedBytes, DurationMillis: time.Since(start).Milliseconds()}, nil
+		return api.GCResult{BytesBefore: before.UsedBytes, BytesAfter: before.UsedBytes, DurationMillis: time.Since(start).Milliseconds()}, nil
 	}
 	driver, err := filesystem.FromParameters(map[string]any{"rootdirectory": root})
 	if err != nil {
-		return GCResult{}, fmt.Errorf("filesystem storage at %s: %w", root, err)
+		return api.GCResult{}, fmt.Errorf("filesystem storage at %s: %w", root, err)
 	}
 	reg, err := storage.NewRegistry(ctx, driver)
 	if err != nil {
-		return GCResult{}, fmt.Errorf("opening the registry storage at %s: %w", root, err)
+		return api.GCResult{}, fmt.Errorf("opening the registry storage at %s: %w", root, err)
 	}
 	// Quiet: otherwise it prints every blob it marks on stdout.
 	if err := storage.MarkAndSweep(ctx, driver, reg, storage.GCOpts{RemoveUntagged: false, Quiet: true}); err != nil {
-		return GCResult{}, fmt.Errorf("garbage collecting %s: %w", root, err)
+		return api.GCResult{}, fmt.Errorf("garbage collecting %s: %w", root, err)
 	}
 	after, err := walk(root)
 	if err != nil {
-		return GCResult{}, err
+		return api.GCResult{}, err
 	}
-	return GCResult{
+	return api.GCResult{
 		BlobsDeleted:     before.Blobs - after.Blobs,
 		ManifestsDeleted: before.Manifests - after.Manifests,
 		BytesBefore:      before.UsedBytes,
@@ -120,7 +122,7 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 		user, password, ok := r.BasicAuth()
 		if !ok || !(equal(user, wantUser) && equal(password, wantPassword)) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registry-agent"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "the registry's credentials are required"})
+			writeJSON(w, http.StatusUnauthorized, api.ErrorAnswer{Error: "the registry's credentials are required"})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -135,10 +137,10 @@ func (s *Server) credentials() (user, password string, err error) {
 		}
 		return string(data), nil
 	}
-	if user, err = read(UsernameFile); err != nil {
+	if user, err = read(api.UsernameFile); err != nil {
 		return "", "", err
 	}
-	if password, err = read(PasswordFile); err != nil {
+	if password, err = read(api.PasswordFile); err != nil {
 		return "", "", err
 	}
 	if user == "" || password == "" {
@@ -153,13 +155,9 @@ func equal(got, want string) bool {
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
-type errorBody struct {
-	Error string `json:"error"`
-}
-
 func (s *Server) fail(w http.ResponseWriter, status int, err error) {
 	s.Log.Error(err, "request failed")
-	writeJSON(w, status, errorBody{Error: err.Error()})
+	writeJSON(w, status, api.ErrorAnswer{Error: err.Error()})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
+	api "github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
@@ -88,15 +89,15 @@ func startRegistry(t *testing.T, root string, cache bool) string {
 }
 
 // startAgent serves the agent for root with the credentials alice/s3cret.
-func startAgent(t *testing.T, root string) (*Server, *Client) {
+func startAgent(t *testing.T, root string) (*Server, *api.Client) {
 	t.Helper()
 	creds := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(creds, UsernameFile), []byte("alice"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(creds, PasswordFile), []byte("s3cret"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(creds, api.UsernameFile), []byte("alice"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(creds, api.PasswordFile), []byte("s3cret"), 0o600))
 	s := &Server{Root: root, CredentialsDir: creds, Log: logr.Discard()}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return s, &Client{URL: srv.URL, Username: "alice", Password: "s3cret"}
+	return s, &api.Client{URL: srv.URL, Username: "alice", Password: "s3cret"}
 }
 
 func layer(t *testing.T) v1.Layer {
@@ -240,15 +241,15 @@ func TestAuthentication(t *testing.T) {
 		user, pass string
 		want       int
 	}{
-		{"usage without credentials", agent.URL + PathUsage, http.MethodGet, "", "", http.StatusUnauthorized},
-		{"gc without credentials", agent.URL + PathGC, http.MethodPost, "", "", http.StatusUnauthorized},
-		{"wrong password", agent.URL + PathUsage, http.MethodGet, "alice", "wrong", http.StatusUnauthorized},
-		{"wrong user", agent.URL + PathUsage, http.MethodGet, "bob", "s3cret", http.StatusUnauthorized},
-		{"password as a prefix", agent.URL + PathUsage, http.MethodGet, "alice", "s3cre", http.StatusUnauthorized},
-		{"the registry's credentials", agent.URL + PathUsage, http.MethodGet, "alice", "s3cret", http.StatusOK},
-		{"wrong method", agent.URL + PathGC, http.MethodGet, "alice", "s3cret", http.StatusMethodNotAllowed},
-		{"healthz needs none", agent.URL + PathHealthz, http.MethodGet, "", "", http.StatusOK},
-		{"unreadable credentials refuse everyone", broken.URL + PathUsage, http.MethodGet, "alice", "s3cret", http.StatusInternalServerError},
+		{"usage without credentials", agent.URL + api.PathUsage, http.MethodGet, "", "", http.StatusUnauthorized},
+		{"gc without credentials", agent.URL + api.PathGC, http.MethodPost, "", "", http.StatusUnauthorized},
+		{"wrong password", agent.URL + api.PathUsage, http.MethodGet, "alice", "wrong", http.StatusUnauthorized},
+		{"wrong user", agent.URL + api.PathUsage, http.MethodGet, "bob", "s3cret", http.StatusUnauthorized},
+		{"password as a prefix", agent.URL + api.PathUsage, http.MethodGet, "alice", "s3cre", http.StatusUnauthorized},
+		{"the registry's credentials", agent.URL + api.PathUsage, http.MethodGet, "alice", "s3cret", http.StatusOK},
+		{"wrong method", agent.URL + api.PathGC, http.MethodGet, "alice", "s3cret", http.StatusMethodNotAllowed},
+		{"healthz needs none", agent.URL + api.PathHealthz, http.MethodGet, "", "", http.StatusOK},
+		{"unreadable credentials refuse everyone", broken.URL + api.PathUsage, http.MethodGet, "alice", "s3cret", http.StatusInternalServerError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,7 +277,7 @@ func TestSecondGCIsRefused(t *testing.T) {
 	s, agent := startAgent(t, t.TempDir())
 	s.gc.Lock() // a GC in progress
 	_, err := agent.GC(context.Background())
-	assert.ErrorIs(t, err, ErrBusy)
+	assert.ErrorIs(t, err, api.ErrBusy)
 	assert.ErrorContains(t, err, "409")
 	s.gc.Unlock()
 
