@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -14,10 +15,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
-// Registry is the Function registry as the clean-up uses it.
+// Registry is the Function registry as the clean-up uses it. Repository
+// names are relative to its address.
 type Registry interface {
-	// Images lists every tagged image.
-	Images(ctx context.Context) ([]Image, error)
+	// Images lists every tagged image of the repositories (nil: of every
+	// repository the registry's catalog has under its address).
+	Images(ctx context.Context, repositories []string) ([]Image, error)
 	// Delete removes the image's manifest (and with it its tags).
 	Delete(ctx context.Context, img Image) error
 }
@@ -25,21 +28,25 @@ type Registry interface {
 // RemoteRegistry talks to a registry through its HTTP API.
 type RemoteRegistry struct {
 	registry name.Registry
-	opts     []remote.Option
+	// prefix is the address's path under the host ("" for none): an
+	// external registry's address may name an organisation.
+	prefix string
+	opts   []remote.Option
 }
 
-// NewRemoteRegistry is the registry at address (host:port), plain HTTP when
-// insecure; tr nil uses the default transport.
+// NewRemoteRegistry is the registry at address (host[:port][/path]), plain
+// HTTP when insecure; tr nil uses the default transport.
 func NewRemoteRegistry(address string, auth authn.Authenticator, insecure bool, tr http.RoundTripper) (*RemoteRegistry, error) {
 	var opts []name.Option
 	if insecure {
 		opts = append(opts, name.Insecure)
 	}
-	reg, err := name.NewRegistry(address, opts...)
+	host, prefix, _ := strings.Cut(address, "/")
+	reg, err := name.NewRegistry(host, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("registry address %q: %w", address, err)
 	}
-	r := &RemoteRegistry{registry: reg, opts: []remote.Option{remote.WithAuth(auth)}}
+	r := &RemoteRegistry{registry: reg, prefix: strings.Trim(prefix, "/"), opts: []remote.Option{remote.WithAuth(auth)}}
 	if tr != nil {
 		r.opts = append(r.opts, remote.WithTransport(tr))
 	}
@@ -50,18 +57,36 @@ func (r *RemoteRegistry) options(ctx context.Context) []remote.Option {
 	return append([]remote.Option{remote.WithContext(ctx)}, r.opts...)
 }
 
-// Images lists the catalog, every repository's tags and each tag's manifest.
-func (r *RemoteRegistry) Images(ctx context.Context) ([]Image, error) {
-	repos, err := remote.Catalog(ctx, r.registry, r.opts...)
-	if err != nil {
-		return nil, fmt.Errorf("listing the repositories of %s: %w", r.registry, err)
+// repo is a repository named relative to the address.
+func (r *RemoteRegistry) repo(name string) name.Repository {
+	if r.prefix == "" {
+		return r.registry.Repo(name)
+	}
+	return r.registry.Repo(r.prefix, name)
+}
+
+// Images lists the repositories' tags and each tag's manifest; without
+// repositories, those of the catalog under the address.
+func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]Image, error) {
+	if repositories == nil {
+		all, err := remote.Catalog(ctx, r.registry, r.opts...)
+		if err != nil {
+			return nil, fmt.Errorf("listing the repositories of %s: %w", r.registry, err)
+		}
+		for _, name := range all {
+			if r.prefix == "" {
+				repositories = append(repositories, name)
+			} else if rest, ok := strings.CutPrefix(name, r.prefix+"/"); ok {
+				repositories = append(repositories, rest)
+			}
+		}
 	}
 	var out []Image
-	for _, name := range repos {
-		repo := r.registry.Repo(name)
+	for _, name := range repositories {
+		repo := r.repo(name)
 		tags, err := remote.List(repo, r.options(ctx)...)
 		if notFound(err) {
-			continue // emptied meanwhile
+			continue // emptied meanwhile, or never pushed to
 		}
 		if err != nil {
 			return nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
@@ -95,7 +120,7 @@ func (r *RemoteRegistry) Images(ctx context.Context) ([]Image, error) {
 
 // Delete removes the manifest by digest.
 func (r *RemoteRegistry) Delete(ctx context.Context, img Image) error {
-	ref := r.registry.Repo(img.Repository).Digest(img.Digest)
+	ref := r.repo(img.Repository).Digest(img.Digest)
 	err := remote.Delete(ref, r.options(ctx)...)
 	var terr *transport.Error
 	switch {

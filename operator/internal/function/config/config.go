@@ -43,6 +43,7 @@ const (
 	EnvBuildMaxSimultaneousJobs        = "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS"
 	EnvRegistryCleanupDelay            = "APP_REGISTRY_CLEANUP_DELAY"
 	EnvRegistryCleanupInterval         = "APP_REGISTRY_CLEANUP_INTERVAL"
+	EnvRegistryCleanupExternal         = "APP_REGISTRY_CLEANUP_EXTERNAL"
 )
 
 // Config is the controller's whole environment configuration. Every field
@@ -89,6 +90,9 @@ type Config struct {
 	// between clean-ups.
 	RegistryCleanupDelay    time.Duration // APP_REGISTRY_CLEANUP_DELAY
 	RegistryCleanupInterval time.Duration // APP_REGISTRY_CLEANUP_INTERVAL
+	// RegistryCleanupExternal cleans an external Function registry too
+	// (opt-in: it is the user's), in the repositories the module pushes to.
+	RegistryCleanupExternal bool // APP_REGISTRY_CLEANUP_EXTERNAL
 }
 
 // BuildConfig configures build Jobs.
@@ -165,6 +169,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		},
 		RegistryCleanupDelay:    r.duration(EnvRegistryCleanupDelay, DefaultRegistryCleanupDelay),
 		RegistryCleanupInterval: r.duration(EnvRegistryCleanupInterval, DefaultRegistryCleanupInterval),
+		RegistryCleanupExternal: r.boolean(EnvRegistryCleanupExternal, false),
 	}
 	// 1.8.4 parses this knob and uses it nowhere; a bad value still stops it,
 	// so it is checked here too and then dropped (the ready requeue is

@@ -124,6 +124,8 @@ func TestLoadVariable(t *testing.T) {
 			want: func(c *config.Config) { c.RegistryCleanupDelay = time.Second }, invalid: []string{"soon"}},
 		{env: "APP_REGISTRY_CLEANUP_INTERVAL", value: "10m",
 			want: func(c *config.Config) { c.RegistryCleanupInterval = 10 * time.Minute }, invalid: []string{"hourly"}},
+		{env: "APP_REGISTRY_CLEANUP_EXTERNAL", value: "true",
+			want: func(c *config.Config) { c.RegistryCleanupExternal = true }, invalid: []string{"yes please"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
