@@ -2,20 +2,18 @@ package cleanup
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
-
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=patch
 
 // Repositories records, in a ConfigMap of the base namespace, the
 // repositories of an external registry the module pushed Function images
@@ -41,67 +39,64 @@ func (r Repositories) Known(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the record of registry repositories: %w", err)
 	}
-	out := make(map[string]string, len(cm.Data))
-	for k, v := range cm.Data {
-		out[k] = v
+	out := maps.Clone(cm.Data)
+	if out == nil {
+		out = map[string]string{}
 	}
 	return out, nil
 }
 
 // Remember records the repositories under address unless the record has
-// them already. Merge patches: records of other repositories, made at the
-// same time by other builds, do not conflict.
+// them already. Builds record theirs at the same time: a conflict reads
+// again and retries.
 func (r Repositories) Remember(ctx context.Context, address string, repositories ...string) error {
-	known, err := r.Known(ctx)
-	if err != nil {
-		return err
-	}
-	data := map[string]any{}
-	for _, repo := range repositories {
-		if known[repo] != address {
+	return r.change(ctx, func(data map[string]string) {
+		for _, repo := range repositories {
 			data[repo] = address
 		}
-	}
-	if len(data) == 0 {
-		return nil
-	}
-	if err := r.patch(ctx, data); !apierrors.IsNotFound(err) {
-		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: module.RegistryRepositoriesName,
-		Labels: map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}}, Data: map[string]string{}}
-	for k, v := range data {
-		cm.Data[k] = v.(string)
-	}
-	err = r.Client.Create(ctx, cm)
-	if apierrors.IsAlreadyExists(err) {
-		return r.patch(ctx, data)
-	}
-	if err != nil {
-		return fmt.Errorf("recording registry repositories: %w", err)
-	}
-	return nil
+	})
 }
 
 // Forget removes repositories from the record.
 func (r Repositories) Forget(ctx context.Context, repositories ...string) error {
-	if len(repositories) == 0 {
-		return nil
-	}
-	data := map[string]any{}
-	for _, repo := range repositories {
-		data[repo] = nil
-	}
-	return client.IgnoreNotFound(r.patch(ctx, data))
+	return r.change(ctx, func(data map[string]string) {
+		for _, repo := range repositories {
+			delete(data, repo)
+		}
+	})
 }
 
-func (r Repositories) patch(ctx context.Context, data map[string]any) error {
-	body, err := json.Marshal(map[string]any{"data": data})
-	if err != nil {
+// change applies edit to the record and writes it when that changed it
+// (creating it on the first record).
+func (r Repositories) change(ctx context.Context, edit func(data map[string]string)) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cm := &corev1.ConfigMap{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: module.RegistryRepositoriesName}, cm)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		exists := err == nil
+		before := maps.Clone(cm.Data)
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		edit(cm.Data)
+		switch {
+		case maps.Equal(before, cm.Data):
+			return nil
+		case exists:
+			return r.Client.Update(ctx, cm)
+		}
+		cm.ObjectMeta = metav1.ObjectMeta{Namespace: r.Namespace, Name: module.RegistryRepositoriesName,
+			Labels: map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}}
+		err = r.Client.Create(ctx, cm)
+		if apierrors.IsAlreadyExists(err) {
+			// Created meanwhile: read it again, as after a conflict.
+			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, err)
+		}
 		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: module.RegistryRepositoriesName}}
-	if err := r.Client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, body)); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("recording registry repositories: %w", err)
 	}
 	return nil
