@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -168,6 +169,11 @@ func (cb *cleanupBench) measure(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = fc.Stop() }()
+	// The log file goes on from earlier runs of the same name.
+	logStart, err := fileSize(fc.LogPath())
+	if err != nil {
+		return err
+	}
 	user := framework.AuditUser(module.FunctionController())
 	if _, err := cb.settle(mustMark(cb.cluster), user); err != nil {
 		return err
@@ -184,7 +190,7 @@ func (cb *cleanupBench) measure(ctx context.Context) error {
 		requests[requestKind(hostport, r)]++
 	})
 	defer cb.network.Observe(nil)
-	line, err := cb.waitRound(ctx, fc)
+	line, err := cb.waitRound(ctx, fc, logStart)
 	if err != nil {
 		return err
 	}
@@ -203,7 +209,7 @@ func (cb *cleanupBench) measure(ctx context.Context) error {
 	fmt.Printf("  images: %d before → %d after (round: kept %v, deleted %v)\n", before.images, after.images, line["kept"], line["deleted"])
 	fmt.Printf("  blob bytes: %d → %d (%.1f %%); on the volume: %d → %d (%.1f %%)\n",
 		before.blobs, after.blobs, pct(after.blobs, before.blobs), before.disk, after.disk, pct(after.disk, before.disk))
-	fmt.Printf("  round: %v, builds paused %v; the agent's GC: %v → %v bytes\n", line["took"], line["buildsPaused"], line["bytesBefore"], line["bytesAfter"])
+	fmt.Printf("  round: %v, builds paused %v; of it the agent's GC %v: %v → %v bytes\n", line["took"], line["buildsPaused"], line["gcTook"], line["bytesBefore"], line["bytesAfter"])
 	fmt.Printf("  requests to the API server: %d (%s)\n", api.total(), breakdownOf(api.byKind))
 	reqMu.Lock()
 	defer reqMu.Unlock()
@@ -320,9 +326,9 @@ func (cb *cleanupBench) bytes(ctx context.Context) (registryBytes, error) {
 	return registryBytes{images: u.TaggedImages, blobs: blobs, disk: disk}, err
 }
 
-// waitRound waits for the controller's log line of a finished round and
-// returns its fields.
-func (cb *cleanupBench) waitRound(ctx context.Context, fc *framework.PodProcess) (map[string]any, error) {
+// waitRound waits for the controller's log line of a finished round
+// (written past offset) and returns its fields.
+func (cb *cleanupBench) waitRound(ctx context.Context, fc *framework.PodProcess, offset int64) (map[string]any, error) {
 	var line map[string]any
 	err := framework.Poll(ctx, cleanupRoundAfter+3*time.Minute, "a registry clean-up round", func(context.Context) (bool, string, error) {
 		f, err := os.Open(fc.LogPath())
@@ -330,6 +336,9 @@ func (cb *cleanupBench) waitRound(ctx context.Context, fc *framework.PodProcess)
 			return false, "", err
 		}
 		defer func() { _ = f.Close() }()
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			return false, "", err
+		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
 		for sc.Scan() {
@@ -407,4 +416,12 @@ func pct(after, before int64) float64 {
 func mustMark(c *framework.Cluster) framework.AuditMark {
 	m, _ := c.MarkAudit()
 	return m
+}
+
+func fileSize(path string) (int64, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return info.Size(), nil
 }

@@ -167,7 +167,7 @@ func (c *Cleaner) Start(ctx context.Context) error {
 		default:
 			kv := []any{"kept", len(res.Kept), "deleted", len(res.Deleted), "buildsPaused", res.PausedFor.String(), "took", res.Total.String()}
 			if res.GC != nil {
-				kv = append(kv, "bytesBefore", res.GC.BytesBefore, "bytesAfter", res.GC.BytesAfter)
+				kv = append(kv, "bytesBefore", res.GC.BytesBefore, "bytesAfter", res.GC.BytesAfter, "gcTook", res.GC.Duration().String())
 			}
 			if res.External {
 				kv = append(kv, "garbageCollection", "the external registry's own")

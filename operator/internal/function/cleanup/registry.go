@@ -31,30 +31,37 @@ type RemoteRegistry struct {
 	// prefix is the address's path under the host ("" for none): an
 	// external registry's address may name an organisation.
 	prefix string
-	opts   []remote.Option
+	// puller and pusher keep each repository's transport (its ping and
+	// authentication) for the round: one ping per repository, not per
+	// request.
+	puller *remote.Puller
+	pusher *remote.Pusher
 }
 
 // NewRemoteRegistry is the registry at address (host[:port][/path]), plain
 // HTTP when insecure; tr nil uses the default transport.
 func NewRemoteRegistry(address string, auth authn.Authenticator, insecure bool, tr http.RoundTripper) (*RemoteRegistry, error) {
-	var opts []name.Option
+	var nameOpts []name.Option
 	if insecure {
-		opts = append(opts, name.Insecure)
+		nameOpts = append(nameOpts, name.Insecure)
 	}
 	host, prefix, _ := strings.Cut(address, "/")
-	reg, err := name.NewRegistry(host, opts...)
+	reg, err := name.NewRegistry(host, nameOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("registry address %q: %w", address, err)
 	}
-	r := &RemoteRegistry{registry: reg, prefix: strings.Trim(prefix, "/"), opts: []remote.Option{remote.WithAuth(auth)}}
+	opts := []remote.Option{remote.WithAuth(auth)}
 	if tr != nil {
-		r.opts = append(r.opts, remote.WithTransport(tr))
+		opts = append(opts, remote.WithTransport(tr))
+	}
+	r := &RemoteRegistry{registry: reg, prefix: strings.Trim(prefix, "/")}
+	if r.puller, err = remote.NewPuller(opts...); err != nil {
+		return nil, err
+	}
+	if r.pusher, err = remote.NewPusher(opts...); err != nil {
+		return nil, err
 	}
 	return r, nil
-}
-
-func (r *RemoteRegistry) options(ctx context.Context) []remote.Option {
-	return append([]remote.Option{remote.WithContext(ctx)}, r.opts...)
 }
 
 // repo is a repository named relative to the address.
@@ -69,7 +76,7 @@ func (r *RemoteRegistry) repo(name string) name.Repository {
 // repositories, those of the catalog under the address.
 func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]Image, error) {
 	if repositories == nil {
-		all, err := remote.Catalog(ctx, r.registry, r.opts...)
+		all, err := r.puller.Catalog(ctx, r.registry)
 		if err != nil {
 			return nil, fmt.Errorf("listing the repositories of %s: %w", r.registry, err)
 		}
@@ -84,7 +91,7 @@ func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]I
 	var out []Image
 	for _, name := range repositories {
 		repo := r.repo(name)
-		tags, err := remote.List(repo, r.options(ctx)...)
+		tags, err := r.puller.List(ctx, repo)
 		if notFound(err) {
 			continue // emptied meanwhile, or never pushed to
 		}
@@ -93,7 +100,7 @@ func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]I
 		}
 		byDigest := map[string]int{}
 		for _, tag := range tags {
-			desc, err := remote.Get(repo.Tag(tag), r.options(ctx)...)
+			desc, err := r.puller.Get(ctx, repo.Tag(tag))
 			if notFound(err) {
 				continue
 			}
@@ -121,7 +128,7 @@ func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]I
 // Delete removes the manifest by digest.
 func (r *RemoteRegistry) Delete(ctx context.Context, img Image) error {
 	ref := r.repo(img.Repository).Digest(img.Digest)
-	err := remote.Delete(ref, r.options(ctx)...)
+	err := r.pusher.Delete(ctx, ref)
 	var terr *transport.Error
 	switch {
 	case err == nil, notFound(err):
