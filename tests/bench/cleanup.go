@@ -93,29 +93,9 @@ func runCleanup() error {
 	node := &localnode.Node{Client: b.c, BinDir: filepath.Join(root, "bin"), AssetsDir: filepath.Join(root, "bin", "assets"),
 		Dir: tmp, LogDir: b.cluster.LogDir(), Network: cb.network, Report: func(err error) { b.log("local node: " + err.Error()) }}
 	cb.runner = node.BuildRunner(os.Getenv("PATH"))
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var runErrs []error
-	var mu sync.Mutex
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		node.RunDeployment(runCtx, framework.ManagerNamespace, module.RegistryServiceName)
-	}()
-	go func() {
-		defer wg.Done()
-		cb.runner.Run(runCtx, func(err error) { mu.Lock(); runErrs = append(runErrs, err); mu.Unlock() })
-	}()
-	defer func() { stop(); wg.Wait() }()
-
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cb.ns}}); err != nil {
-		return fmt.Errorf("namespace %s (left from an earlier run?): %w", cb.ns, err)
-	}
-	defer b.deleteNamespaces([]string{cb.ns})
-	err = cb.measure(ctx)
-	mu.Lock()
-	defer mu.Unlock()
-	return errors.Join(append([]error{err}, runErrs...)...)
+	return b.withBuildPods(ctx, cb.runner, cb.ns, cb.measure, func(ctx context.Context) {
+		node.RunDeployment(ctx, framework.ManagerNamespace, module.RegistryServiceName)
+	})
 }
 
 func (cb *cleanupBench) measure(ctx context.Context) error {
@@ -270,14 +250,7 @@ func (cb *cleanupBench) startController(ctx context.Context, name string, env []
 }
 
 func (cb *cleanupBench) function(name, greeting string) *v1alpha2.Function {
-	return &v1alpha2.Function{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cb.ns, Name: name, Labels: map[string]string{buildrun.Label: buildrun.Value}},
-		Spec: v1alpha2.FunctionSpec{Runtime: v1alpha2.RuntimeNodejs22, RuntimeImageOverride: cb.base,
-			Source: v1alpha2.Source{Inline: &v1alpha2.InlineSource{
-				Source:       fmt.Sprintf("module.exports = { main: () => %q };\n", greeting),
-				Dependencies: cleanupDependencies,
-			}}},
-	}
+	return builtHere(cb.ns, name, cb.base, fmt.Sprintf("module.exports = { main: () => %q };\n", greeting), cleanupDependencies)
 }
 
 // change edits the source and waits for the new image to run.

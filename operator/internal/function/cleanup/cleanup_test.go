@@ -105,10 +105,7 @@ func TestRound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := runtime.NewScheme()
-			require.NoError(t, clientgoscheme.AddToScheme(s))
-			require.NoError(t, v1alpha2.AddToScheme(s))
-			c := fake.NewClientBuilder().WithScheme(s).WithObjects(running.DeepCopy(), runtimeCM.DeepCopy(), secret(tt.internal)).Build()
+			c := fakeClient(t, running.DeepCopy(), runtimeCM.DeepCopy(), secret(tt.internal))
 			reg, gc, builds := &fakeRegistry{images: stored}, &fakeGC{}, &fakeBuilds{err: tt.pauseErr}
 			var connected []string
 			cl := New(Cleaner{Reader: c, API: c, Builds: builds,
@@ -183,10 +180,7 @@ func TestRoundExternal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := runtime.NewScheme()
-			require.NoError(t, clientgoscheme.AddToScheme(s))
-			require.NoError(t, v1alpha2.AddToScheme(s))
-			c := fake.NewClientBuilder().WithScheme(s).WithObjects(running.DeepCopy(), fn.DeepCopy(), secret.DeepCopy(), record.DeepCopy()).Build()
+			c := fakeClient(t, running.DeepCopy(), fn.DeepCopy(), secret.DeepCopy(), record.DeepCopy())
 			reg, gc, builds := &fakeRegistry{images: stored}, &fakeGC{}, &fakeBuilds{}
 			connected := 0
 			cl := New(Cleaner{Reader: c, API: c, Builds: builds,
@@ -218,9 +212,7 @@ func TestRoundExternal(t *testing.T) {
 }
 
 func TestRepositoriesRemember(t *testing.T) {
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	c := fake.NewClientBuilder().WithScheme(s).Build()
+	c := fakeClient(t)
 	r := Repositories{Client: c, Namespace: "kyma-system"}
 	ctx := context.Background()
 	require.NoError(t, r.Remember(ctx, "reg.example", "ns-a"), "the first record creates the ConfigMap")
@@ -230,4 +222,13 @@ func TestRepositoriesRemember(t *testing.T) {
 	known, err := r.Known(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"ns-b": "other.example"}, known)
+}
+
+// fakeClient serves objs, with Functions and the built-in kinds.
+func fakeClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha2.AddToScheme(s))
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
 }
