@@ -75,6 +75,9 @@ type Result struct {
 	// External tells that the registry was the user's (opt-in): no
 	// garbage collection of ours there.
 	External bool
+	// Unreadable are the module's repositories there the credentials may
+	// not list (left as they are).
+	Unreadable []string
 	// Again asks for another round soon: images were kept only for Pods
 	// of Deployments that went (ReplicaSets are not watched), or running
 	// builds kept the round from pausing them.
@@ -172,6 +175,9 @@ func (c *Cleaner) Start(ctx context.Context) error {
 			if res.External {
 				kv = append(kv, "garbageCollection", "the external registry's own")
 			}
+			if len(res.Unreadable) > 0 {
+				kv = append(kv, "unreadableRepositories", res.Unreadable)
+			}
 			c.Log.Info("registry clean-up", kv...)
 		}
 		// Bounded: ReplicaSets that outlive their Deployment for long (an
@@ -243,12 +249,12 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 	}
-	stored, err := registry.Images(ctx, repos.list())
+	stored, unreadable, err := registry.Images(ctx, repos.list())
 	if err != nil {
 		return Result{}, err
 	}
 	kept, deleted := Plan(stored, keep, resources.DependencyCacheRepository)
-	res := Result{Kept: kept, Deleted: deleted, Again: going, External: !reg.Internal}
+	res := Result{Kept: kept, Deleted: deleted, Again: going, External: !reg.Internal, Unreadable: unreadable}
 	for _, img := range deleted {
 		if err := registry.Delete(ctx, img); err != nil {
 			return res, err

@@ -31,10 +31,10 @@ type fakeRegistry struct {
 }
 
 // Images answers like a registry: only the repositories asked for.
-func (r *fakeRegistry) Images(_ context.Context, repos []string) ([]Image, error) {
+func (r *fakeRegistry) Images(_ context.Context, repos []string) ([]Image, []string, error) {
 	r.asked = repos
 	if repos == nil {
-		return r.images, nil
+		return r.images, nil, nil
 	}
 	var out []Image
 	for _, img := range r.images {
@@ -42,7 +42,7 @@ func (r *fakeRegistry) Images(_ context.Context, repos []string) ([]Image, error
 			out = append(out, img)
 		}
 	}
-	return out, nil
+	return out, nil, nil
 }
 func (r *fakeRegistry) Delete(_ context.Context, img Image) error {
 	r.deleted = append(r.deleted, img.Repository+"@"+img.Digest)

@@ -19,8 +19,10 @@ import (
 // names are relative to its address.
 type Registry interface {
 	// Images lists every tagged image of the repositories (nil: of every
-	// repository the registry's catalog has under its address).
-	Images(ctx context.Context, repositories []string) ([]Image, error)
+	// repository the registry's catalog has under its address). Named
+	// repositories the credentials may not read are left out and named in
+	// unreadable: hosted registries answer so for one never pushed to.
+	Images(ctx context.Context, repositories []string) (images []Image, unreadable []string, err error)
 	// Delete removes the image's manifest (and with it its tags).
 	Delete(ctx context.Context, img Image) error
 }
@@ -74,11 +76,12 @@ func (r *RemoteRegistry) repo(name string) name.Repository {
 
 // Images lists the repositories' tags and each tag's manifest; without
 // repositories, those of the catalog under the address.
-func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]Image, error) {
-	if repositories == nil {
+func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) (out []Image, unreadable []string, err error) {
+	named := repositories != nil
+	if !named {
 		all, err := r.puller.Catalog(ctx, r.registry)
 		if err != nil {
-			return nil, fmt.Errorf("listing the repositories of %s: %w", r.registry, err)
+			return nil, nil, fmt.Errorf("listing the repositories of %s: %w", r.registry, err)
 		}
 		for _, name := range all {
 			if r.prefix == "" {
@@ -88,15 +91,17 @@ func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]I
 			}
 		}
 	}
-	var out []Image
 	for _, name := range repositories {
 		repo := r.repo(name)
 		tags, err := r.puller.List(ctx, repo)
-		if notFound(err) {
+		switch {
+		case notFound(err):
 			continue // emptied meanwhile, or never pushed to
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
+		case named && refused(err):
+			unreadable = append(unreadable, name)
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("listing the tags of %s: %w", repo, err)
 		}
 		byDigest := map[string]int{}
 		for _, tag := range tags {
@@ -105,7 +110,7 @@ func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]I
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("reading %s:%s: %w", repo, tag, err)
+				return nil, nil, fmt.Errorf("reading %s:%s: %w", repo, tag, err)
 			}
 			d := desc.Digest.String()
 			if i, ok := byDigest[d]; ok {
@@ -122,7 +127,7 @@ func (r *RemoteRegistry) Images(ctx context.Context, repositories []string) ([]I
 			out = append(out, img)
 		}
 	}
-	return out, nil
+	return out, unreadable, nil
 }
 
 // Delete removes the manifest by digest.
@@ -142,4 +147,11 @@ func (r *RemoteRegistry) Delete(ctx context.Context, img Image) error {
 func notFound(err error) bool {
 	var terr *transport.Error
 	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
+
+// refused: the credentials may not read it (or it does not exist, as
+// registries that hide which repositories exist answer).
+func refused(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden)
 }

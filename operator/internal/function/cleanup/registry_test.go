@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -37,8 +38,9 @@ func TestRemoteRegistryUnderAPath(t *testing.T) {
 	r, err := NewRemoteRegistry(host+"/team", authn.Anonymous, true, nil)
 	require.NoError(t, err)
 	ctx := context.Background()
-	imgs, err := r.Images(ctx, []string{"ns-fn", "ns-fn/cache", "ns-never-pushed"})
+	imgs, unreadable, err := r.Images(ctx, []string{"ns-fn", "ns-fn/cache", "ns-never-pushed"})
 	require.NoError(t, err)
+	assert.Empty(t, unreadable)
 	var repos []string
 	for _, img := range imgs {
 		repos = append(repos, img.Repository)
@@ -57,7 +59,7 @@ func TestRemoteRegistryUnderAPath(t *testing.T) {
 		assert.NoError(t, err, "%s stays", kept)
 	}
 
-	all, err := r.Images(ctx, nil)
+	all, _, err := r.Images(ctx, nil)
 	require.NoError(t, err)
 	repos = nil
 	for _, img := range all {
@@ -72,4 +74,31 @@ func mustTag(t *testing.T, ref string) name.Tag {
 	tag, err := name.NewTag(ref, name.Insecure)
 	require.NoError(t, err)
 	return tag
+}
+
+// A hosted registry may refuse to list a repository the module never
+// pushed to (as it hides which exist): a named repository it refuses is
+// left out and named, not a failed round.
+func TestRemoteRegistryRefusedRepository(t *testing.T) {
+	inner := registry.New()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v2/team/ns-hidden/") {
+			http.Error(w, `{"errors":[{"code":"DENIED"}]}`, http.StatusForbidden)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := random.Image(64, 1)
+	require.NoError(t, err)
+	require.NoError(t, remote.Write(mustTag(t, host+"/team/ns-fn:t1"), img))
+
+	r, err := NewRemoteRegistry(host+"/team", authn.Anonymous, true, nil)
+	require.NoError(t, err)
+	imgs, unreadable, err := r.Images(context.Background(), []string{"ns-hidden", "ns-fn"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ns-hidden"}, unreadable)
+	require.Len(t, imgs, 1)
+	assert.Equal(t, "ns-fn", imgs[0].Repository)
 }
