@@ -41,12 +41,13 @@ test-e2e: build ## end-to-end tests on a local control plane they start themselv
 run: ## local cluster + manager + default CR until Ready, then the Function controller as its Deployment configures it; Ctrl-C stops both
 	hack/run.sh
 
-bench: tools build ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run; real builds with npm dependencies
+bench: tools build ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run; real builds with npm dependencies; a registry clean-up round
 	go run ./tests/bench
 	go run ./tests/bench -scale
 	go run ./tests/bench -busy-namespace
 	go run ./tests/bench -functions
 	go run ./tests/bench -builds
+	go run ./tests/bench -cleanup
 
 cluster-up: ## local control plane with fake nodes under .cluster/ (no-op when healthy); prints KUBECONFIG
 	hack/cluster.sh up

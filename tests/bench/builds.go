@@ -117,24 +117,34 @@ func runBuilds() error {
 		return err
 	}
 	bb.runner = &buildrun.Runner{Client: b.c, BinDir: filepath.Join(b.cluster.Root(), "bin"), Dir: filepath.Join(tmp, "pods"), PATH: os.Getenv("PATH")}
+	bb.ns = "bench-builds"
+	return b.withBuildPods(ctx, bb.runner, bb.ns, bb.measure)
+}
+
+// withBuildPods runs measure with a namespace ns of its own (deleted after)
+// while runner runs the build Pods handed to it, and each of also, until
+// measure ends; the runner's errors join measure's.
+func (b *fnBench) withBuildPods(ctx context.Context, runner *buildrun.Runner, ns string, measure func(context.Context) error, also ...func(context.Context)) error {
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var runErrs []error
 	var mu sync.Mutex
+	for _, f := range also {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(runCtx) }()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		bb.runner.Run(runCtx, func(err error) { mu.Lock(); runErrs = append(runErrs, err); mu.Unlock() })
+		runner.Run(runCtx, func(err error) { mu.Lock(); runErrs = append(runErrs, err); mu.Unlock() })
 	}()
 	defer func() { stop(); wg.Wait() }()
 
-	bb.ns = "bench-builds"
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bb.ns}}); err != nil {
-		return fmt.Errorf("namespace %s (left from an earlier run?): %w", bb.ns, err)
+	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return fmt.Errorf("namespace %s (left from an earlier run?): %w", ns, err)
 	}
-	defer b.deleteNamespaces([]string{bb.ns})
-
-	err = bb.measure(ctx)
+	defer b.deleteNamespaces([]string{ns})
+	err := measure(ctx)
 	mu.Lock()
 	defer mu.Unlock()
 	return errors.Join(append([]error{err}, runErrs...)...)
@@ -313,13 +323,16 @@ func (bb *buildBench) blobsOfSize(size int64) (int, error) {
 }
 
 func (bb *buildBench) function(name, greeting string) *v1alpha2.Function {
+	return builtHere(bb.ns, name, bb.base, fmt.Sprintf("const _ = require('lodash');\nmodule.exports = { main: () => _.upperFirst(%q) };\n", greeting), benchDependencies)
+}
+
+// builtHere is a Node Function on base whose build Pods run here
+// (buildrun.Label).
+func builtHere(ns, name, base, source, dependencies string) *v1alpha2.Function {
 	return &v1alpha2.Function{
-		ObjectMeta: metav1.ObjectMeta{Namespace: bb.ns, Name: name, Labels: map[string]string{buildrun.Label: buildrun.Value}},
-		Spec: v1alpha2.FunctionSpec{Runtime: v1alpha2.RuntimeNodejs22, RuntimeImageOverride: bb.base,
-			Source: v1alpha2.Source{Inline: &v1alpha2.InlineSource{
-				Source:       fmt.Sprintf("const _ = require('lodash');\nmodule.exports = { main: () => _.upperFirst(%q) };\n", greeting),
-				Dependencies: benchDependencies,
-			}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{buildrun.Label: buildrun.Value}},
+		Spec: v1alpha2.FunctionSpec{Runtime: v1alpha2.RuntimeNodejs22, RuntimeImageOverride: base,
+			Source: v1alpha2.Source{Inline: &v1alpha2.InlineSource{Source: source, Dependencies: dependencies}}},
 	}
 }
 

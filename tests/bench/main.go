@@ -4,7 +4,8 @@
 // log. With -scale, the cluster first gets 200 namespaces × 5 Functions,
 // 1,000 Secrets and 1,000 ConfigMaps, to show that the manager's memory and
 // requests do not grow with the cluster. With -functions it measures the
-// Function controller instead: 300 Functions built and run (functions.go).
+// Function controller instead: 300 Functions built and run (functions.go);
+// with -cleanup one registry clean-up round (cleanup.go).
 // Run it with `make bench`.
 package main
 
@@ -48,6 +49,7 @@ func main() {
 	variants := flag.String("function-sources", "distinct,identical,buildless", "with -functions: which runs, in order (distinct: a source per Function; identical: one per runtime; buildless: distinct sources in buildless mode)")
 	idle := flag.Duration("idle", 30*time.Second, "how long to count requests while nothing changes")
 	builds := flag.Bool("builds", false, "instead: real builds of a Node Function with npm dependencies against a registry process (builds.go)")
+	cleanup := flag.Bool("cleanup", false, "instead: one registry clean-up round after 20 Functions built for real, 8 deleted, 5 changed twice (cleanup.go)")
 	busy := flag.Bool("busy-namespace", false, "instead: the manager's memory with the CR installed, before and after 2,000 Secrets and 2,000 Services are added to the module namespace (busy.go)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the bench's clients have nothing to log
@@ -65,6 +67,8 @@ func main() {
 		err = runFunctions(vs, *idle)
 	} else if *builds {
 		err = runBuilds()
+	} else if *cleanup {
+		err = runCleanup()
 	} else if *busy {
 		err = runBusyNamespace()
 	} else {

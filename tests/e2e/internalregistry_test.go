@@ -67,22 +67,7 @@ func startInternalRegistry(t *testing.T, controllerEnv ...string) *internalRegis
 		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)}}}))
 	e.waitState("default", v1alpha1.StateReady)
 
-	root := e.cluster.Root()
-	node := &localnode.Node{Client: e.c, BinDir: filepath.Join(root, "bin"), AssetsDir: filepath.Join(root, "bin", "assets"),
-		Dir: t.TempDir(), LogDir: e.cluster.LogDir(), Network: network,
-		Report: func(err error) { t.Logf("local node: %v", err) }}
-	runner := node.BuildRunner(os.Getenv("PATH"))
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); node.RunDeployment(runCtx, ns, module.RegistryServiceName) }()
-	go func() {
-		defer wg.Done()
-		runner.Run(runCtx, func(err error) { t.Errorf("running a build Pod: %v", err) })
-	}()
-	// Registered after newEnv's, so it runs first: the registry and builds
-	// stop before the module is uninstalled.
-	t.Cleanup(func() { stop(); wg.Wait(); assert.NoError(t, network.Close()) })
+	node, runner := runLocalNode(t, e, network, true)
 
 	// The registry answers by its Service name with the chart's credentials
 	// once its init step wrote them: the stand-in goes in.
@@ -107,6 +92,31 @@ func startInternalRegistry(t *testing.T, controllerEnv ...string) *internalRegis
 			HTTP: &http.Client{Transport: network.Transport()}}}
 }
 
+// runLocalNode runs the registry Deployment here and, with builds, the
+// build Pods of Functions labelled buildrun.Label; both stop (and the
+// network closes) before the module is uninstalled.
+func runLocalNode(t *testing.T, e *env, network *localnode.Network, builds bool) (*localnode.Node, *buildrun.Runner) {
+	root := e.cluster.Root()
+	node := &localnode.Node{Client: e.c, BinDir: filepath.Join(root, "bin"), AssetsDir: filepath.Join(root, "bin", "assets"),
+		Dir: t.TempDir(), LogDir: e.cluster.LogDir(), Network: network,
+		Report: func(err error) { t.Logf("local node: %v", err) }}
+	runner := node.BuildRunner(os.Getenv("PATH"))
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); node.RunDeployment(runCtx, ns, module.RegistryServiceName) }()
+	if builds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runner.Run(runCtx, func(err error) { t.Errorf("running a build Pod: %v", err) })
+		}()
+	}
+	// Registered after newEnv's, so it runs first.
+	t.Cleanup(func() { stop(); wg.Wait(); assert.NoError(t, network.Close()) })
+	return node, runner
+}
+
 // pushRef is an image the Deployment pulls (pull address) as the registry
 // behind the Service knows it.
 func (r *internalRegistry) pushRef(image string) name.Reference {
@@ -122,11 +132,16 @@ func (r *internalRegistry) pushRef(image string) name.Reference {
 
 // stored lists repository → digests the registry holds by tag.
 func (r *internalRegistry) stored() (map[string][]string, error) {
-	reg, err := name.NewRegistry(r.pushAddress, name.Insecure)
+	return registryContents(r.pushAddress, remote.WithTransport(r.network.Transport()), r.auth)
+}
+
+// registryContents lists repository → digests the registry at address
+// holds by tag.
+func registryContents(address string, opts ...remote.Option) (map[string][]string, error) {
+	reg, err := name.NewRegistry(address, name.Insecure)
 	if err != nil {
 		return nil, err
 	}
-	opts := []remote.Option{remote.WithTransport(r.network.Transport()), r.auth}
 	repos, err := remote.Catalog(context.Background(), reg, opts...)
 	if err != nil {
 		return nil, err

@@ -47,7 +47,7 @@ type realBuilds struct {
 	runner *buildrun.Runner
 }
 
-func startRealBuilds(t *testing.T) *realBuilds {
+func startRealBuilds(t *testing.T, controllerEnv ...string) *realBuilds {
 	t.Helper()
 	e := startManager(t)
 	ctx := t.Context()
@@ -70,7 +70,7 @@ func startRealBuilds(t *testing.T) *realBuilds {
 	cr := e.waitState("default", v1alpha1.StateReady)
 	require.Equal(t, reg.Address, cr.Status.DockerRegistry)
 
-	f := runFunctionController(t, e)
+	f := runFunctionController(t, e, controllerEnv...)
 	r := &buildrun.Runner{Client: e.c, BinDir: filepath.Join(e.cluster.Root(), "bin"), Dir: t.TempDir(), PATH: os.Getenv("PATH")}
 	runCtx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

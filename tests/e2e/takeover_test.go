@@ -94,26 +94,7 @@ func (e *env) upstreamLabelled(ctx context.Context, namespace string) ([]string,
 func TestTakeoverOfServerlessOperator(t *testing.T) {
 	e := startManager(t)
 	ctx := t.Context()
-	require.NoError(t, e.mgr.Stop(), "upstream's operator owns the cluster until the upgrade")
-	inst, err := upstreamtest.Load(e.cluster.Root())
-	require.NoError(t, err)
-	require.NoError(t, inst.Install(ctx, e.c))
-	framework.WaitFor(t, time.Minute, "upstream's installation to be up (Deployments available, PVC bound)", func(ctx context.Context) (bool, string, error) {
-		for _, name := range []string{controllerName, registryName} {
-			d := &appsv1.Deployment{}
-			if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
-				return false, "", err
-			}
-			if d.Status.AvailableReplicas < 1 {
-				return false, name + " not available", nil
-			}
-		}
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryPVCName}, pvc); err != nil {
-			return false, "", err
-		}
-		return pvc.Status.Phase == corev1.ClaimBound, "PVC " + string(pvc.Status.Phase), nil
-	})
+	inst := e.installUpstream(ctx)
 	before := e.moduleIdentities(ctx)
 	credsBefore := &corev1.Secret{}
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registrySecret}, credsBefore))
@@ -145,7 +126,7 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	assert.Equal(t, credsBefore.Data["username"], creds.Data["username"], "registry credentials kept")
 	assert.Equal(t, credsBefore.Data["password"], creds.Data["password"], "registry credentials kept")
 
-	err = e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: upstreamtest.CacheSecret}, &corev1.Secret{})
+	err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: upstreamtest.CacheSecret}, &corev1.Secret{})
 	assert.True(t, apierrors.IsNotFound(err), "the manifest cache Secret is gone: %v", err)
 	framework.WaitFor(t, 30*time.Second, "no object of the module labelled as serverless-operator's", func(ctx context.Context) (bool, string, error) {
 		left, err := e.upstreamLabelled(ctx, ns)
@@ -187,6 +168,35 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 		left, err := e.upstreamLabelled(ctx, "")
 		return len(left) == 0, "left: " + joinLines(left), err
 	})
+}
+
+// installUpstream installs what serverless-operator 1.8.4 leaves in a
+// cluster (fixtures) after stopping the manager, as a module upgrade finds
+// it, and waits until it is up.
+func (e *env) installUpstream(ctx context.Context) *upstreamtest.Installation {
+	t := e.t
+	t.Helper()
+	require.NoError(t, e.mgr.Stop(), "upstream's operator owns the cluster until the upgrade")
+	inst, err := upstreamtest.Load(e.cluster.Root())
+	require.NoError(t, err)
+	require.NoError(t, inst.Install(ctx, e.c))
+	framework.WaitFor(t, time.Minute, "upstream's installation to be up (Deployments available, PVC bound)", func(ctx context.Context) (bool, string, error) {
+		for _, name := range []string{controllerName, registryName} {
+			d := &appsv1.Deployment{}
+			if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+				return false, "", err
+			}
+			if d.Status.AvailableReplicas < 1 {
+				return false, name + " not available", nil
+			}
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryPVCName}, pvc); err != nil {
+			return false, "", err
+		}
+		return pvc.Status.Phase == corev1.ClaimBound, "PVC " + string(pvc.Status.Phase), nil
+	})
+	return inst
 }
 
 // standInFunctionController runs the Function controller with the

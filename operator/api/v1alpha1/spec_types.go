@@ -150,6 +150,20 @@ type DockerRegistry struct {
 	// volume never shrinks. The status says when a size cannot be had.
 	// +optional
 	VolumeSize *resource.Quantity `json:"volumeSize,omitempty"`
+
+	// DeleteUnusedExternalImages lets the Function controller delete, from
+	// the external registry, the Function images no Function uses any more,
+	// by the rules it cleans the internal registry with (default false: an
+	// external registry is the user's and nothing is deleted from it). Only
+	// the repositories the module pushes Function images to are touched
+	// (<registryAddress>/<namespace>-<function>, their kaniko cache
+	// <...>/cache, <registryAddress>/serverless-dependencies), and only those
+	// it knew of while this was on; never any other repository. Manifests
+	// are deleted through the registry API: the registry must allow deletes,
+	// and it frees their blobs by its own garbage collection. No effect with
+	// the internal registry, which is always cleaned.
+	// +optional
+	DeleteUnusedExternalImages *bool `json:"deleteUnusedExternalImages,omitempty"`
 }
 
 // Endpoint is a URL another module listens on.

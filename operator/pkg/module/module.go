@@ -138,4 +138,8 @@ const (
 	// RegistryAgentServiceName is the ClusterIP Service of the internal
 	// registry's registry-agent sidecar (port registryagent.Port).
 	RegistryAgentServiceName = "serverless-docker-registry-agent"
+	// RegistryRepositoriesName is the Function controller's ConfigMap of
+	// the external registry's repositories it pushed Function images to
+	// (the only ones its opt-in clean-up may touch).
+	RegistryRepositoriesName = "serverless-registry-repositories"
 )

@@ -26,8 +26,18 @@ type Network struct {
 	addr string
 	srv  *http.Server
 
-	mu     sync.Mutex
-	routes map[string]string // "name.namespace.svc.cluster.local:port" → loopback address
+	mu      sync.Mutex
+	routes  map[string]string // "name.namespace.svc.cluster.local:port" → loopback address
+	observe func(hostport string, r *http.Request)
+}
+
+// Observe has f see every plain HTTP request routed to a process here
+// (not those inside CONNECT tunnels), before it is forwarded: a bench
+// counts a Service's requests with it. nil stops observing.
+func (n *Network) Observe(f func(hostport string, r *http.Request)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.observe = f
 }
 
 // StartNetwork starts the proxy.
@@ -140,6 +150,12 @@ func (n *Network) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
 		n.tunnel(w, local)
 		return
+	}
+	n.mu.Lock()
+	observe := n.observe
+	n.mu.Unlock()
+	if observe != nil {
+		observe(hostport, r)
 	}
 	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		pr.Out.URL.Scheme, pr.Out.URL.Host = "http", local

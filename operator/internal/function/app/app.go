@@ -172,7 +172,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 			agent := &registryagent.Client{URL: registryagent.URL(opts.Config.BaseNamespace), Username: creds.Username, Password: creds.Password}
 			return reg, agent, err
 		},
-		Config: &opts.Config, Delay: opts.Config.RegistryCleanupDelay, Interval: opts.Config.RegistryCleanupInterval,
+		Repositories: cleanup.Repositories{Client: mgr.GetClient(), Namespace: opts.Config.BaseNamespace},
+		Config:       &opts.Config, Delay: opts.Config.RegistryCleanupDelay, Interval: opts.Config.RegistryCleanupInterval,
 		PauseFor: registryCleanupPauseFor, Log: mgr.GetLogger().WithName("registry-cleanup"),
 	})
 	if err := mgr.Add(cleaner); err != nil {

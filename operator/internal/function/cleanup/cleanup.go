@@ -2,9 +2,11 @@
 // Functions use. A round, run a short delay after a Function's Deployment
 // changed its image or went away (and at a long interval regardless):
 //
-//  1. registry: read the module's registry Secret; only the internal
-//     registry is cleaned (an external one is the user's). In buildless
-//     mode with the internal registry still on (after a switch), the
+//  1. registry: read the module's registry Secret. The internal registry
+//     is cleaned whole; an external one is the user's: only with the
+//     opt-in (dockerRegistry.deleteUnusedExternalImages), and then only in
+//     the repositories the module pushes Function images to (Repositories).
+//     In buildless mode with a registry still on (after a switch), the
 //     images no Deployment runs go; without it there is nothing to do.
 //  2. pause: no build starts until the round ends, and the round waits
 //     until none runs, so nothing pushes while images are deleted and the
@@ -17,12 +19,15 @@
 //  4. delete: every other image of the registry, and each kept dependency
 //     layer no kept image has (Plan).
 //  5. collect: the registry's garbage collection removes the blobs nothing
-//     refers to any more, which frees the volume.
+//     refers to any more, which frees the volume. An external registry
+//     has no agent of ours: deleting manifests is all its API allows, and
+//     it frees their blobs by its own garbage collection.
 package cleanup
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
@@ -69,6 +75,12 @@ type Result struct {
 	Kept, Deleted    []Image
 	GC               *registryagent.GCResult
 	PausedFor, Total time.Duration
+	// External tells that the registry was the user's (opt-in): no
+	// garbage collection of ours there.
+	External bool
+	// Unreadable are the module's repositories there the credentials may
+	// not list (left as they are).
+	Unreadable []string
 	// Again asks for another round soon: images were kept only for Pods
 	// of Deployments that went (ReplicaSets are not watched), or running
 	// builds kept the round from pausing them.
@@ -90,7 +102,10 @@ type Cleaner struct {
 	// Builds are paused during a round (nil in buildless mode).
 	Builds  Builds
 	Connect Connect
-	Config  *config.Config
+	// Repositories records the external registry's repositories the
+	// module pushes to.
+	Repositories Repositories
+	Config       *config.Config
 	// Delay after a trigger, Interval between rounds regardless, PauseFor
 	// the longest wait for running builds.
 	Delay, Interval, PauseFor time.Duration
@@ -159,7 +174,13 @@ func (c *Cleaner) Start(ctx context.Context) error {
 		default:
 			kv := []any{"kept", len(res.Kept), "deleted", len(res.Deleted), "buildsPaused", res.PausedFor.String(), "took", res.Total.String()}
 			if res.GC != nil {
-				kv = append(kv, "bytesBefore", res.GC.BytesBefore, "bytesAfter", res.GC.BytesAfter)
+				kv = append(kv, "bytesBefore", res.GC.BytesBefore, "bytesAfter", res.GC.BytesAfter, "gcTook", res.GC.Duration().String())
+			}
+			if res.External {
+				kv = append(kv, "garbageCollection", "the external registry's own")
+			}
+			if len(res.Unreadable) > 0 {
+				kv = append(kv, "unreadableRepositories", res.Unreadable)
 			}
 			c.Log.Info("registry clean-up", kv...)
 		}
@@ -197,13 +218,16 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if !reg.Internal {
-		return Result{Skipped: "the Function registry is external"}, nil
+	if !reg.Internal && !c.Config.RegistryCleanupExternal {
+		return Result{Skipped: "the Function registry is external and dockerRegistry.deleteUnusedExternalImages is not set"}, nil
 	}
 	registry, gc, err := c.Connect(reg.PushAddress, authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])},
 		buildflags.Parse(c.Config.Build.ExecutorArgs).Insecure)
 	if err != nil {
 		return Result{}, err
+	}
+	if !reg.Internal {
+		gc = nil
 	}
 
 	// 2. pause (buildless mode: nothing builds)
@@ -221,21 +245,34 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 	}
 
 	// 3. keep
-	keep, going, err := c.keepRefs(ctx, reg.PushAddress, reg.PullAddress)
+	addresses := []string{reg.PushAddress, reg.PullAddress}
+	if reg.Internal {
+		addresses = InternalAddresses(reg.PushAddress, reg.PullAddress)
+	}
+	keep, going, err := c.keepRefs(ctx, addresses...)
 	if err != nil {
 		return Result{}, err
 	}
 	// 4. delete
-	stored, err := registry.Images(ctx)
+	var repos *external
+	if !reg.Internal {
+		if repos, err = c.externalRepositories(ctx, reg.PushAddress); err != nil {
+			return Result{}, err
+		}
+	}
+	stored, unreadable, err := registry.Images(ctx, repos.list())
 	if err != nil {
 		return Result{}, err
 	}
 	kept, deleted := Plan(stored, keep, resources.DependencyCacheRepository)
-	res := Result{Kept: kept, Deleted: deleted, Again: going}
+	res := Result{Kept: kept, Deleted: deleted, Again: going, External: !reg.Internal, Unreadable: unreadable}
 	for _, img := range deleted {
 		if err := registry.Delete(ctx, img); err != nil {
 			return res, err
 		}
+	}
+	if err := repos.forgetEmptied(ctx, c.Repositories, kept); err != nil {
+		return res, err
 	}
 	// 5. collect
 	if gc != nil && len(deleted) > 0 {
@@ -247,4 +284,79 @@ func (c *Cleaner) Round(ctx context.Context) (Result, error) {
 	}
 	res.PausedFor, res.Total = time.Since(paused), time.Since(start)
 	return res, nil
+}
+
+// external are the repositories of an external registry the clean-up may
+// touch: those recorded for its address, each with 1.8.4's kaniko cache
+// below it, and the dependency layers' repository.
+type external struct {
+	address string
+	// recorded repositories; functions: those of existing Functions.
+	recorded, functions []string
+}
+
+// externalRepositories records the repositories of the existing Functions
+// (built before the opt-in, or before the record existed) and returns
+// every recorded one.
+func (c *Cleaner) externalRepositories(ctx context.Context, address string) (*external, error) {
+	var fns v1alpha2.FunctionList
+	if err := c.Reader.List(ctx, &fns); err != nil {
+		return nil, fmt.Errorf("listing Functions: %w", err)
+	}
+	ext := &external{address: address}
+	for i := range fns.Items {
+		ext.functions = append(ext.functions, resources.Repository(&fns.Items[i]))
+	}
+	known, err := c.Repositories.Known(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Repositories.Remember(ctx, address, ext.functions...); err != nil {
+		return nil, err
+	}
+	for _, repo := range ext.functions {
+		known[repo] = address
+	}
+	for repo, addr := range known {
+		if addr == address {
+			ext.recorded = append(ext.recorded, repo)
+		}
+	}
+	slices.Sort(ext.recorded)
+	return ext, nil
+}
+
+// list is nil for the internal registry (all of it).
+func (e *external) list() []string {
+	if e == nil {
+		return nil
+	}
+	out := []string{resources.DependencyCacheRepository}
+	for _, repo := range e.recorded {
+		out = append(out, repo, repo+kanikoCacheSuffix)
+	}
+	return out
+}
+
+// kanikoCacheSuffix: 1.8.4's kaniko cached layers in <destination
+// repository>/cache (its default without --cache-repo).
+const kanikoCacheSuffix = "/cache"
+
+// forgetEmptied drops from the record the repositories of departed
+// Functions that keep no image: a new Function of that name records it
+// again before it pushes.
+func (e *external) forgetEmptied(ctx context.Context, record Repositories, kept []Image) error {
+	if e == nil {
+		return nil
+	}
+	var gone []string
+	for _, repo := range e.recorded {
+		if slices.Contains(e.functions, repo) || slices.ContainsFunc(kept, func(img Image) bool {
+			return img.Repository == repo || img.Repository == repo+kanikoCacheSuffix
+		}) {
+			continue
+		}
+		gone = append(gone, repo)
+	}
+	return record.Forget(ctx, gone...)
 }

@@ -3,6 +3,7 @@ package cleanup
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -18,15 +19,31 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 type fakeRegistry struct {
 	images  []Image
 	deleted []string
+	// asked are the repositories listed (nil: the whole registry).
+	asked []string
 }
 
-func (r *fakeRegistry) Images(context.Context) ([]Image, error) { return r.images, nil }
+// Images answers like a registry: only the repositories asked for.
+func (r *fakeRegistry) Images(_ context.Context, repos []string) ([]Image, []string, error) {
+	r.asked = repos
+	if repos == nil {
+		return r.images, nil, nil
+	}
+	var out []Image
+	for _, img := range r.images {
+		if slices.Contains(repos, img.Repository) {
+			out = append(out, img)
+		}
+	}
+	return out, nil, nil
+}
 func (r *fakeRegistry) Delete(_ context.Context, img Image) error {
 	r.deleted = append(r.deleted, img.Repository+"@"+img.Digest)
 	return nil
@@ -83,16 +100,12 @@ func TestRound(t *testing.T) {
 	}{
 		{name: "deletes what nothing refers to, then collects", internal: "true",
 			wantDeleted: []string{"ns-fn@sha256:a", "serverless-dependencies@sha256:o"}},
-		{name: "an external registry is not cleaned", internal: "false", wantSkipped: "the Function registry is external"},
 		{name: "builds that keep running postpone the round", internal: "true", pauseErr: errors.New("2 builds left"),
 			wantSkipped: "2 builds left", wantAgain: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := runtime.NewScheme()
-			require.NoError(t, clientgoscheme.AddToScheme(s))
-			require.NoError(t, v1alpha2.AddToScheme(s))
-			c := fake.NewClientBuilder().WithScheme(s).WithObjects(running.DeepCopy(), runtimeCM.DeepCopy(), secret(tt.internal)).Build()
+			c := fakeClient(t, running.DeepCopy(), runtimeCM.DeepCopy(), secret(tt.internal))
 			reg, gc, builds := &fakeRegistry{images: stored}, &fakeGC{}, &fakeBuilds{err: tt.pauseErr}
 			var connected []string
 			cl := New(Cleaner{Reader: c, API: c, Builds: builds,
@@ -166,4 +179,101 @@ func TestRoundBuildless(t *testing.T) {
 	res, err = New(Cleaner{Reader: c, API: c, Connect: connect, Config: cfg}).Round(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "no registry Secret kyma-system/serverless-registry-config-default", res.Skipped)
+}
+
+// An external registry is the user's: without the opt-in nothing is read
+// or deleted; with it, only the repositories recorded as the module's (and
+// those of existing Functions, recorded on the way) are listed, images by
+// the same rules go, no garbage collection of ours runs, and repositories
+// of departed Functions left empty leave the record.
+func TestRoundExternal(t *testing.T) {
+	const address = "ghcr.example/team"
+	managed := map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}
+	running := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn-abcde", Labels: managed},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "function", Image: address + "/ns-fn:t2@sha256:b"}}}}}}
+	fn := &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fn"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: module.RegistrySecretName},
+		Data: map[string][]byte{"isInternal": []byte("false"), "registryAddress": []byte(address), "username": []byte("u"), "password": []byte("p")}}
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: module.RegistryRepositoriesName},
+		Data: map[string]string{"ns-gone": address, "ns-elsewhere": "other.example"}}
+	stored := []Image{
+		{Repository: "ns-fn", Digest: "sha256:a", Tags: []string{"t1"}, Layers: []string{"base", "srcA"}},
+		{Repository: "ns-fn", Digest: "sha256:b", Tags: []string{"t2"}, Layers: []string{"base", "dep", "srcB"}},
+		{Repository: "ns-fn/cache", Digest: "sha256:k", Tags: []string{"k"}, Layers: []string{"k"}},
+		{Repository: "ns-gone", Digest: "sha256:g", Tags: []string{"t"}, Layers: []string{"base", "srcG"}},
+		{Repository: "serverless-dependencies", Digest: "sha256:d", Tags: []string{"k"}, Layers: []string{"dep"}},
+		// The user's own, not the module's: never listed.
+		{Repository: "ns-elsewhere", Digest: "sha256:e", Tags: []string{"1"}},
+		{Repository: "team-app", Digest: "sha256:u", Tags: []string{"1"}},
+		{Repository: "ns-other", Digest: "sha256:o", Tags: []string{"1"}},
+	}
+	tests := []struct {
+		name        string
+		optIn       bool
+		wantSkipped string
+		wantAsked   []string
+		wantDeleted []string
+		wantRecord  map[string]string
+	}{
+		{name: "without the opt-in nothing is touched", wantSkipped: "the Function registry is external and dockerRegistry.deleteUnusedExternalImages is not set",
+			wantRecord: record.Data},
+		{name: "with the opt-in the module's repositories are cleaned by the same rules", optIn: true,
+			wantAsked:   []string{"serverless-dependencies", "ns-fn", "ns-fn/cache", "ns-gone", "ns-gone/cache"},
+			wantDeleted: []string{"ns-fn@sha256:a", "ns-fn/cache@sha256:k", "ns-gone@sha256:g"},
+			wantRecord:  map[string]string{"ns-fn": address, "ns-elsewhere": "other.example"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fakeClient(t, running.DeepCopy(), fn.DeepCopy(), secret.DeepCopy(), record.DeepCopy())
+			reg, gc, builds := &fakeRegistry{images: stored}, &fakeGC{}, &fakeBuilds{}
+			connected := 0
+			cl := New(Cleaner{Reader: c, API: c, Builds: builds,
+				Repositories: Repositories{Client: c, Namespace: "kyma-system"},
+				Connect: func(address string, creds authn.Basic, insecure bool) (Registry, GarbageCollector, error) {
+					connected++
+					return reg, gc, nil
+				},
+				Config: &config.Config{BaseNamespace: "kyma-system", ImageRegistryDefaultDockerConfigSecretName: module.RegistrySecretName,
+					RegistryCleanupExternal: tt.optIn},
+				PauseFor: 1})
+			res, err := cl.Round(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantSkipped, res.Skipped)
+			assert.Equal(t, tt.wantAsked, reg.asked)
+			assert.Equal(t, tt.wantDeleted, reg.deleted)
+			assert.Zero(t, gc.calls, "no garbage collection in the user's registry")
+			got := &corev1.ConfigMap{}
+			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(record), got))
+			assert.Equal(t, tt.wantRecord, got.Data)
+			if tt.wantSkipped != "" {
+				assert.Zero(t, connected, "not even connected")
+				return
+			}
+			assert.True(t, res.External)
+			assert.Equal(t, 1, builds.resumed)
+		})
+	}
+}
+
+func TestRepositoriesRemember(t *testing.T) {
+	c := fakeClient(t)
+	r := Repositories{Client: c, Namespace: "kyma-system"}
+	ctx := context.Background()
+	require.NoError(t, r.Remember(ctx, "reg.example", "ns-a"), "the first record creates the ConfigMap")
+	require.NoError(t, r.Remember(ctx, "reg.example", "ns-b", "ns-a"))
+	require.NoError(t, r.Remember(ctx, "other.example", "ns-b"), "a new address replaces the old")
+	require.NoError(t, r.Forget(ctx, "ns-a"))
+	known, err := r.Known(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"ns-b": "other.example"}, known)
+}
+
+// fakeClient serves objs, with Functions and the built-in kinds.
+func fakeClient(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha2.AddToScheme(s))
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
 }

@@ -20,11 +20,30 @@ type Ref struct {
 	Repository, Tag, Digest string
 }
 
+// anyPort in an address matches every port of its host.
+const anyPort = "*"
+
+// InternalAddresses are the addresses the internal registry is known by in
+// image references: its push address (the Service) in every form cluster
+// DNS resolves, its pull address, and localhost at any port — Deployments
+// of 1.8.4, or of a NodePort since changed, pull through another
+// NodePort. Keeping an image for a reference that was meant elsewhere
+// costs its space; deleting one that runs breaks the Function.
+func InternalAddresses(push, pull string) []string {
+	out := []string{push, pull, "localhost:" + anyPort, "127.0.0.1:" + anyPort}
+	host, port, ok := strings.Cut(push, ":")
+	if short, found := strings.CutSuffix(host, ".svc.cluster.local"); ok && found {
+		out = append(out, short+".svc:"+port, short+":"+port)
+	}
+	return out
+}
+
 // ParseRef reads a reference to an image of the registry known by any of
-// addresses (push and pull address); ok is false for other registries.
+// addresses (push and pull address; host:* for any port of host); ok is
+// false for other registries.
 func ParseRef(ref string, addresses ...string) (Ref, bool) {
 	for _, addr := range addresses {
-		rest, found := strings.CutPrefix(ref, addr+"/")
+		rest, found := cutAddress(ref, addr)
 		if addr == "" || !found {
 			continue
 		}
@@ -40,6 +59,22 @@ func ParseRef(ref string, addresses ...string) (Ref, bool) {
 		return r, true
 	}
 	return Ref{}, false
+}
+
+func cutAddress(ref, addr string) (string, bool) {
+	host, ok := strings.CutSuffix(addr, ":"+anyPort)
+	if !ok {
+		return strings.CutPrefix(ref, addr+"/")
+	}
+	rest, found := strings.CutPrefix(ref, host+":")
+	if !found {
+		return "", false
+	}
+	port, rest, found := strings.Cut(rest, "/")
+	if !found || port == "" || strings.Trim(port, "0123456789") != "" {
+		return "", false
+	}
+	return rest, true
 }
 
 func (r Ref) matches(img Image) bool {

@@ -30,6 +30,37 @@ func TestParseRef(t *testing.T) {
 	}
 }
 
+// Deployments of 1.8.4 pull its images through localhost at the NodePort
+// it had; the Service is known by every name cluster DNS resolves.
+func TestParseRefInternalAddresses(t *testing.T) {
+	const push, pull = "serverless-docker-registry.kyma-system.svc.cluster.local:5000", "localhost:32137"
+	addresses := InternalAddresses(push, pull)
+	tests := []struct {
+		ref  string
+		want Ref
+		ok   bool
+	}{
+		{"localhost:32137/fns-old:1a2b", Ref{Repository: "fns-old", Tag: "1a2b"}, true},
+		{"localhost:30999/fns-old:1a2b", Ref{Repository: "fns-old", Tag: "1a2b"}, true},
+		{"127.0.0.1:32137/fns-old:1a2b", Ref{Repository: "fns-old", Tag: "1a2b"}, true},
+		{push + "/fns-old:1a2b", Ref{Repository: "fns-old", Tag: "1a2b"}, true},
+		{"serverless-docker-registry.kyma-system.svc:5000/fns-old:1a2b", Ref{Repository: "fns-old", Tag: "1a2b"}, true},
+		{"serverless-docker-registry.kyma-system:5000/fns-old@sha256:3", Ref{Repository: "fns-old", Digest: "sha256:3"}, true},
+		{"localhost/fns-old:1a2b", Ref{}, false},
+		{"localhost:port/fns-old:1a2b", Ref{}, false},
+		{"localhost:32137", Ref{}, false},
+		{"serverless-docker-registry.other-ns.svc:5000/fns-old:1a2b", Ref{}, false},
+		{"docker.io/library/fns-old:1a2b", Ref{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			got, ok := ParseRef(tt.ref, addresses...)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
 func TestPlan(t *testing.T) {
 	const deps = "serverless-dependencies"
 	img := func(repo, digest string, tags []string, layers ...string) Image {

@@ -38,7 +38,7 @@ func knownVariables() []string {
 		config.EnvImagePullAccountName, config.EnvTargetCPUUtilizationPercentage, config.EnvRequeueDuration,
 		config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration, config.EnvResourceConfig,
 		config.EnvBuildExecutorArgs, config.EnvBuildRepoFetcherImage,
-		config.EnvBuildMaxSimultaneousJobs)
+		config.EnvBuildMaxSimultaneousJobs, config.EnvRegistryCleanupExternal)
 }
 
 // rendered is what the chart gives the controller: its env and the log
@@ -193,8 +193,9 @@ func TestChartEnvironment(t *testing.T) {
 					DefaultBuildJobPreset: "fast", DefaultRuntimePodPreset: "XL", LogLevel: "debug", LogFormat: "text",
 					TargetCPUUtilizationPercentage: ptr.To(intstr.FromInt32(70)), FunctionBuildMaxSimultaneousJobs: ptr.To(intstr.FromString("9")),
 					FunctionBuildExecutorArgs: "--insecure,--cache=false", FunctionRequeueDuration: "90s", HealthzLivenessTimeout: "20s",
-					Eventing: &v1alpha1.Endpoint{Endpoint: "http://events.example/publish"},
-					Tracing:  &v1alpha1.Endpoint{Endpoint: "http://otel.example:4318/v1/traces"},
+					Eventing:       &v1alpha1.Endpoint{Endpoint: "http://events.example/publish"},
+					Tracing:        &v1alpha1.Endpoint{Endpoint: "http://otel.example:4318/v1/traces"},
+					DockerRegistry: &v1alpha1.DockerRegistry{DeleteUnusedExternalImages: ptr.To(true)},
 				}
 				facts := values.Facts{Namespace: "serverless", Nodes: 3, ImageOverrides: map[string]string{
 					"function_controller": "mirror.example/controller:v2"}}
@@ -212,6 +213,7 @@ func TestChartEnvironment(t *testing.T) {
 				c.TraceCollectorEndpoint = "http://otel.example:4318/v1/traces"
 				c.Build.ExecutorArgs = []string{"--insecure", "--cache=false"}
 				c.Build.MaxSimultaneousJobs = 9
+				c.RegistryCleanupExternal = true
 				return c
 			},
 			wantLog: config.LogConfig{Level: "debug", Format: "text"}, functionDefault: "XL", buildDefault: "fast",

@@ -47,6 +47,7 @@ const (
 	EnvBuildMaxSimultaneousJobs        = "APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS"
 	EnvRegistryCleanupDelay            = "APP_REGISTRY_CLEANUP_DELAY"
 	EnvRegistryCleanupInterval         = "APP_REGISTRY_CLEANUP_INTERVAL"
+	EnvRegistryCleanupExternal         = "APP_REGISTRY_CLEANUP_EXTERNAL"
 	// Buildless mode (ours; release 1.13 reads these from its config file).
 	EnvFunctionMode       = "APP_FUNCTION_MODE"
 	EnvBuildlessInitImage = "APP_FUNCTION_BUILDLESS_INIT_IMAGE"
@@ -113,6 +114,9 @@ type Config struct {
 	// between clean-ups.
 	RegistryCleanupDelay    time.Duration // APP_REGISTRY_CLEANUP_DELAY
 	RegistryCleanupInterval time.Duration // APP_REGISTRY_CLEANUP_INTERVAL
+	// RegistryCleanupExternal cleans an external Function registry too
+	// (opt-in: it is the user's), in the repositories the module pushes to.
+	RegistryCleanupExternal bool // APP_REGISTRY_CLEANUP_EXTERNAL
 
 	Mode      Mode            // APP_FUNCTION_MODE
 	Buildless BuildlessConfig // read in both modes, required in buildless mode
@@ -203,6 +207,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		},
 		RegistryCleanupDelay:    r.duration(EnvRegistryCleanupDelay, DefaultRegistryCleanupDelay),
 		RegistryCleanupInterval: r.duration(EnvRegistryCleanupInterval, DefaultRegistryCleanupInterval),
+		RegistryCleanupExternal: r.boolean(EnvRegistryCleanupExternal, false),
 		Mode:                    r.mode(EnvFunctionMode),
 		Buildless:               BuildlessConfig{InitImage: r.image(EnvBuildlessInitImage)},
 	}

@@ -138,6 +138,8 @@ func TestLoadVariable(t *testing.T) {
 			want: func(c *config.Config) {
 				c.Buildless.InitImage = "europe-docker.pkg.dev/kyma-project/prod/function-buildless-init:1.13.0"
 			}, invalid: []string{"init\timage"}},
+		{env: "APP_REGISTRY_CLEANUP_EXTERNAL", value: "true",
+			want: func(c *config.Config) { c.RegistryCleanupExternal = true }, invalid: []string{"yes please"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/cleanup"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
@@ -89,6 +90,14 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	}
 	if err := r.packageConfig(ctx, p); err != nil {
 		return err
+	}
+	if !p.in.Registry.Internal && r.cfg.RegistryCleanupExternal {
+		// The opt-in clean-up of an external registry touches only the
+		// repositories recorded as the module's: this one before it is pushed to.
+		record := cleanup.Repositories{Client: r.client, Namespace: r.cfg.BaseNamespace}
+		if err := record.Remember(ctx, p.in.Registry.PushAddress, resources.Repository(p.fn)); err != nil {
+			return err
+		}
 	}
 	job := resources.BuildJob(p.in, p.sourceConfigMap)
 	if job.Annotations == nil {

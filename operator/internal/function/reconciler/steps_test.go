@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 func (f *fixture) jobs(t *testing.T) []batchv1.Job {
@@ -557,6 +560,42 @@ func TestWhereCopiesAreRead(t *testing.T) {
 				return
 			}
 			assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing)
+		})
+	}
+}
+
+// With the opt-in to clean an external registry, a Function's repository is
+// recorded as the module's before its first build pushes (one write, none
+// for later builds); without it nothing is written.
+func TestBuildRecordsItsExternalRepositoryWithTheOptIn(t *testing.T) {
+	for _, optIn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("opt-in %v", optIn), func(t *testing.T) {
+			f := newFixture(t, append(prerequisites(testNS), newFunction("hello"))...)
+			f.r.cfg.RegistryCleanupExternal = optIn
+			f.reconcile(t, "hello")
+			writes := f.writes.take()
+			record := &corev1.ConfigMap{}
+			err := f.client.Get(context.Background(), types.NamespacedName{Namespace: f.r.cfg.BaseNamespace, Name: module.RegistryRepositoriesName}, record)
+			if !optIn {
+				assert.True(t, apierrors.IsNotFound(err), "no record without the opt-in: %v", err)
+				assert.Equal(t, 1, writes["create *v1.ConfigMap"], "the source ConfigMap only")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, map[string]string{testNS + "-hello": "registry.example:5000"}, record.Data)
+			assert.Equal(t, 2, writes["create *v1.ConfigMap"], "the source ConfigMap and the record")
+
+			// A source change builds again: the source ConfigMap is the only ConfigMap written.
+			jobs := f.jobs(t)
+			f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+			f.reconcile(t, "hello")
+			got := f.function(t, "hello")
+			got.Spec.Source.Inline.Source = "module.exports = { main: () => 'bye' }"
+			got.Generation = 2
+			require.NoError(t, f.client.Update(context.Background(), got))
+			f.writes.take()
+			f.reconcile(t, "hello")
+			assert.Equal(t, map[string]int{"update *v1.ConfigMap": 1, "create *v1.Job": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
 		})
 	}
 }

@@ -105,5 +105,9 @@ func DigestOf(ref string) string {
 }
 
 func image(address string, in Inputs) string {
-	return address + "/" + in.Function.Namespace + "-" + in.Function.Name + ":" + ImageTag(in)
+	return address + "/" + Repository(in.Function) + ":" + ImageTag(in)
 }
+
+// Repository is where a Function's images go, under the registry address:
+// <namespace>-<name> (1.8.4's naming).
+func Repository(fn *v1alpha2.Function) string { return fn.Namespace + "-" + fn.Name }

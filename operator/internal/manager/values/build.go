@@ -208,11 +208,19 @@ func registry(spec *v1alpha1.DockerRegistry, f Facts, v *Values) (string, []stri
 			ServerAddress:   string(f.RegistrySecret["serverAddress"]),
 			RegistryAddress: string(f.RegistrySecret["registryAddress"]),
 		}
+		v.Controller.Configuration.DeleteUnusedExternalImages = deleteExternal(spec)
 		return v.DockerRegistry.ServerAddress, nil, nil
 	default:
 		v.DockerRegistry = DockerRegistry{ServerAddress: FallbackRegistryAddress, RegistryAddress: FallbackRegistryAddress}
+		v.Controller.Configuration.DeleteUnusedExternalImages = deleteExternal(spec)
 		return FallbackRegistryAddress, nil, nil
 	}
+}
+
+// deleteExternal is the opt-in to clean an external registry; the
+// internal one is always cleaned.
+func deleteExternal(spec *v1alpha1.DockerRegistry) bool {
+	return spec != nil && spec.DeleteUnusedExternalImages != nil && *spec.DeleteUnusedExternalImages
 }
 
 // httpSecret derives the registry's HTTP secret from its password: stable

@@ -317,3 +317,28 @@ func TestVolumeSize(t *testing.T) {
 		})
 	}
 }
+
+// The opt-in to clean an external registry reaches the controller only
+// for an external registry (the internal one is always cleaned).
+func TestDeleteUnusedExternalImages(t *testing.T) {
+	secret := map[string][]byte{"username": []byte("u"), "password": []byte("p"), "serverAddress": []byte("reg.example"), "registryAddress": []byte("reg.example/team")}
+	tests := []struct {
+		name     string
+		registry *v1alpha1.DockerRegistry
+		want     bool
+	}{
+		{name: "not asked", registry: &v1alpha1.DockerRegistry{SecretName: ptr.To("ext")}},
+		{name: "asked off", registry: &v1alpha1.DockerRegistry{SecretName: ptr.To("ext"), DeleteUnusedExternalImages: ptr.To(false)}},
+		{name: "external Secret", registry: &v1alpha1.DockerRegistry{SecretName: ptr.To("ext"), DeleteUnusedExternalImages: ptr.To(true)}, want: true},
+		{name: "fallback registry", registry: &v1alpha1.DockerRegistry{DeleteUnusedExternalImages: ptr.To(true)}, want: true},
+		{name: "internal: no effect", registry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true), DeleteUnusedExternalImages: ptr.To(true)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Build(v1alpha1.ServerlessSpec{DockerRegistry: tt.registry}, Facts{Namespace: "kyma-system", Nodes: 1, RegistrySecret: secret,
+				NewSecret: counter()})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Values.Controller.Configuration.DeleteUnusedExternalImages)
+		})
+	}
+}

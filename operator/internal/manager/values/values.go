@@ -67,6 +67,10 @@ type Configuration struct {
 	HealthzLivenessTimeout           string `json:"healthzLivenessTimeout"`
 	FunctionTraceCollectorEndpoint   string `json:"functionTraceCollectorEndpoint"`
 	FunctionPublisherProxyAddress    string `json:"functionPublisherProxyAddress"`
+	// DeleteUnusedExternalImages: the controller cleans the external
+	// registry too (spec.dockerRegistry.deleteUnusedExternalImages; unset:
+	// the chart's false, which charts before it know nothing of).
+	DeleteUnusedExternalImages bool `json:"deleteUnusedExternalImages,omitempty"`
 }
 
 // ResourcesConfiguration picks the default presets; the presets themselves
