@@ -286,8 +286,8 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 	if f.mem, err = memory(fc.PID(), metricsURL); err != nil {
 		return f, err
 	}
-	if samples, err := fetchMetrics(ctx, metricsURL); err == nil {
-		f.buildsStarted, _ = sumSamples(samples, "serverless_function_builds_started_total", "")
+	if samples, err := framework.FetchMetrics(ctx, metricsURL); err == nil {
+		f.buildsStarted, _ = framework.SumSamples(samples, "serverless_function_builds_started_total", "")
 	}
 
 	b.log(fmt.Sprintf("[%s] idle for %s", v.name, idle))
@@ -306,11 +306,11 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 		return f, err
 	}
 	if err := framework.Poll(ctx, 2*time.Minute, "the restarted controller to reconcile every Function", func(ctx context.Context) (bool, string, error) {
-		body, err := fetchMetrics(ctx, metricsURL)
+		body, err := framework.FetchMetrics(ctx, metricsURL)
 		if err != nil {
 			return false, "", nil
 		}
-		n, _ := sumSamples(body, "controller_runtime_reconcile_total", `controller="function"`)
+		n, _ := framework.SumSamples(body, "controller_runtime_reconcile_total", `controller="function"`)
 		f.restartReconciles = int(n)
 		return int(n) >= len(fns), fmt.Sprintf("%d reconciles", int(n)), nil
 	}); err != nil {

@@ -14,9 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -489,11 +487,11 @@ func freePort() (int, error) {
 
 // reconcileTotal sums controller_runtime_reconcile_total of the serverless controller.
 func reconcileTotal(ctx context.Context, url string) (int, error) {
-	body, err := fetchMetrics(ctx, url)
+	body, err := framework.FetchMetrics(ctx, url)
 	if err != nil {
 		return 0, err
 	}
-	total, found := sumSamples(body, "controller_runtime_reconcile_total", `controller="serverless"`)
+	total, found := framework.SumSamples(body, "controller_runtime_reconcile_total", `controller="serverless"`)
 	if !found {
 		return 0, errors.New("no reconcile metrics yet")
 	}
@@ -502,50 +500,17 @@ func reconcileTotal(ctx context.Context, url string) (int, error) {
 
 // scrape reads unlabelled samples by name from the metrics endpoint.
 func scrape(ctx context.Context, url string, names ...string) (map[string]float64, error) {
-	body, err := fetchMetrics(ctx, url)
+	body, err := framework.FetchMetrics(ctx, url)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
 	for _, name := range names {
-		v, found := sumSamples(body, name, "")
+		v, found := framework.SumSamples(body, name, "")
 		if !found {
 			return nil, fmt.Errorf("no %s in the metrics", name)
 		}
 		out[name] = v
 	}
 	return out, nil
-}
-
-func fetchMetrics(ctx context.Context, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	return string(body), err
-}
-
-// sumSamples adds the samples of metric name (text exposition format) whose
-// labels contain labelsHave, and tells whether there was any.
-func sumSamples(body, name, labelsHave string) (float64, bool) {
-	total, found := 0.0, false
-	for _, line := range strings.Split(body, "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest == "" || (rest[0] != '{' && rest[0] != ' ')) || !strings.Contains(rest, labelsHave) {
-			continue
-		}
-		fields := strings.Fields(rest)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			continue
-		}
-		total, found = total+v, true
-	}
-	return total, found
 }
