@@ -137,6 +137,8 @@ func TestBuildlessMode(t *testing.T) {
 		assert.Equal(t, buildDep.Name, dep.Name, "the same Deployment")
 		assert.Equal(t, buildDep.Generation+1, dep.Generation, "one new generation")
 		e.readyDeployment(t, dep)
+		// The build-mode status said Running too: first the buildless one.
+		e.waitCondition(t, built, "built", v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonFunctionSpecValidated)
 		got := e.waitCondition(t, built, "built", v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
 		assert.Nil(t, conditionPtr(got, v1alpha2.ConditionBuildReady), "no BuildReady")
 		assert.Equal(t, v1alpha2.ReasonFunctionSpecValidated, conditionOf(got, v1alpha2.ConditionConfigurationReady).Reason)
