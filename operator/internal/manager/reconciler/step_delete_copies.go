@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +36,14 @@ func (r *Reconciler) stepDeleteCopies(ctx context.Context, s *state) bool {
 	left, err := r.deleteCopies(ctx, s.cr.Namespace, own)
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
+	}
+	// The controller's record of the external registry's repositories it
+	// pushed to (registry clean-up opt-in) goes with the module: a new
+	// installation records the repositories of the Functions it finds.
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.cr.Namespace, Name: module.RegistryRepositoriesName}}
+	if err := r.client.Delete(ctx, record); err != nil && !apierrors.IsNotFound(err) {
+		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed,
+			fmt.Errorf("deleting ConfigMap %s/%s: %w", record.Namespace, record.Name, err), true)
 	}
 	if left == 0 {
 		return true

@@ -155,3 +155,17 @@ func TestUninstallLeavesAnObjectThatLostTheModuleLabels(t *testing.T) {
 	assert.Nil(t, reconcileUninstall(t, c, r, cr), "the CR goes in one pass")
 	assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(taken), &corev1.ConfigMap{}), "the ConfigMap stays")
 }
+
+// The Function controller's record of an external registry's repositories
+// (no module labels: the controller writes it) goes with the module.
+func TestUninstallDeletesTheRegistryRepositoriesRecord(t *testing.T) {
+	c, r, cr := uninstallEnv(t, cacheMissing)
+	ctx := t.Context()
+	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: module.RegistryRepositoriesName},
+		Data: map[string]string{"ns-fn": "ghcr.example/team"}}
+	require.NoError(t, c.Create(ctx, record))
+	r.renderer = renders(t)
+
+	assert.Nil(t, reconcileUninstall(t, c, r, cr), "the finalizer goes")
+	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(record), &corev1.ConfigMap{})), "the record is deleted")
+}
