@@ -84,6 +84,7 @@ type fnFigures struct {
 	restartReconciles   int
 	jobs                jobFigures
 	afterLastBuild      time.Duration // last build Job Complete → all Running
+	deployments         deploymentFigures
 	idleFor, settleTime time.Duration
 }
 
@@ -261,6 +262,10 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 	if err != nil {
 		return f, err
 	}
+	deployments, err := watchDeployments(ctx, b.wc)
+	if err != nil {
+		return f, err
+	}
 	b.log(fmt.Sprintf("[%s] creating %d Functions at once", v.name, len(fns)))
 	mark, err := b.cluster.MarkAudit()
 	if err != nil {
@@ -275,6 +280,7 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 	}
 	runningAt := time.Now()
 	f.toRunning = runningAt.Sub(start)
+	f.deployments = deployments.figures(start)
 	f.jobs = jobs.figures()
 	f.afterLastBuild = runningAt.Sub(f.jobs.lastComplete)
 	b.log(fmt.Sprintf("[%s] all Running after %.1fs; waiting for the controller to go quiet", v.name, f.toRunning.Seconds()))
@@ -716,6 +722,9 @@ func (f fnFigures) printBuildless() {
 	row("controller RSS after all Running (peak)", fmt.Sprintf("%.1f MiB (%.1f MiB)", mib(f.mem.rss), mib(f.mem.hwm)), "66 MiB", "≤ 52.8 MiB (0.8×)")
 	row("  of which anonymous / file-backed", fmt.Sprintf("%.1f MiB / %.1f MiB", mib(f.mem.anon), mib(f.mem.file)), "", "")
 	row("  Go heap in use / runtime total", fmt.Sprintf("%.1f MiB / %.1f MiB", mib(f.mem.heapInUse), mib(f.mem.goSys)), "", "")
+	d := f.deployments
+	fmt.Printf("  timeline after the creates: last of %d Deployments created %.1fs, last available %.1fs, all Running %.1fs\n",
+		d.count, d.lastCreated.Seconds(), d.lastAvailable.Seconds(), f.toRunning.Seconds())
 	fmt.Printf("  writes by verb and resource (per Function): %s\n", f.run.breakdown(false, n))
 	fmt.Printf("  reads by verb and resource: %s\n", f.run.breakdown(true, 0))
 	fmt.Printf("  idle: %s\n", f.idle.breakdown(false, 0)+"; reads: "+f.idle.breakdown(true, 0))
