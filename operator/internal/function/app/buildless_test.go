@@ -48,21 +48,12 @@ function:
 	return cfg
 }
 
-// exampleA is the buildless contract's Example A, as in the resources
-// package's fixture hello-deployment.yaml.
-func exampleA(ns string) *v1alpha2.Function {
-	return &v1alpha2.Function{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns, Labels: map[string]string{"app": "hello"}},
-		Spec: v1alpha2.FunctionSpec{
-			Runtime: v1alpha2.RuntimeNodejs24,
-			Source: v1alpha2.Source{Inline: &v1alpha2.InlineSource{
-				Source: `module.exports = { main: function (event, context) { return "Hello World!"; } }`}},
-			Env:         []corev1.EnvVar{{Name: "GREETING", Value: "hello"}},
-			Labels:      map[string]string{"team": "payments"},
-			Annotations: map[string]string{"example.com/owner": "team-a"},
-			Replicas:    ptr.To[int32](1),
-		},
-	}
+// exampleA is the buildless contract's Example A in namespace ns: the
+// resources package's fixture hello-function.yaml, without its UID.
+func exampleA(t *testing.T, ns string) *v1alpha2.Function {
+	fn := release113[v1alpha2.Function](t, "hello-function.yaml", &v1alpha2.Function{})
+	fn.Namespace = ns
+	return fn
 }
 
 // release113 reads a fixture of the resources package for a Function of
@@ -113,7 +104,7 @@ func TestBuildlessMode(t *testing.T) {
 	// Release 1.13's Deployment and Service of Example A, and its status.
 	e.stop()
 	adopted := e.namespace(t, "ns1")
-	fn := exampleA(adopted)
+	fn := exampleA(t, adopted)
 	require.NoError(t, e.c.Create(ctx, fn))
 	dep113 := release113[appsv1.Deployment](t, "hello-deployment.yaml", fn)
 	require.NoError(t, e.c.Create(ctx, dep113))

@@ -46,21 +46,18 @@ func buildlessConfig() *config.Config {
 	}
 }
 
-// exampleA is the contract's Example A with labels, annotations and env.
+// exampleA is the contract's Example A with labels, annotations and env
+// (testdata/buildless/hello-function.yaml, shared with the app tests).
 func exampleA() *v1alpha2.Function {
-	return &v1alpha2.Function{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns1", UID: "0f7c5d1e-3b2a-4c8d-9e6f-a1b2c3d4e5f6",
-			Labels: map[string]string{"app": "hello"}},
-		Spec: v1alpha2.FunctionSpec{
-			Runtime: v1alpha2.RuntimeNodejs24,
-			Source: v1alpha2.Source{Inline: &v1alpha2.InlineSource{
-				Source: `module.exports = { main: function (event, context) { return "Hello World!"; } }`}},
-			Env:         []corev1.EnvVar{{Name: "GREETING", Value: "hello"}},
-			Labels:      map[string]string{"team": "payments"},
-			Annotations: map[string]string{"example.com/owner": "team-a"},
-			Replicas:    ptr.To[int32](1),
-		},
+	data, err := os.ReadFile(filepath.Join("testdata", "buildless", "hello-function.yaml"))
+	if err != nil {
+		panic(err)
 	}
+	fn := &v1alpha2.Function{}
+	if err := yaml.UnmarshalStrict(data, fn); err != nil {
+		panic(err)
+	}
+	return fn
 }
 
 func inlinePython() *v1alpha2.Function {
