@@ -340,10 +340,7 @@ func TestJustStartedControllerWaitsSilentlyForAdoptedCopies(t *testing.T) {
 
 func TestRuntimeChangeWaitsForTheBuildBeforeTheDeployment(t *testing.T) {
 	fn := newFunction("hello")
-	f := newFixture(t, append(prerequisites(testNS), fn)...)
-	f.reconcile(t, "hello")
-	jobs := f.jobs(t)
-	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f := builtFixture(t, fn)
 	f.reconcile(t, "hello")
 	before := f.deployments(t)[0]
 
@@ -358,10 +355,7 @@ func TestRuntimeChangeWaitsForTheBuildBeforeTheDeployment(t *testing.T) {
 		"a new build; the Deployment (old image, old runtime) is left alone")
 	assert.Equal(t, before.Spec.Template, f.deployments(t)[0].Spec.Template)
 
-	newJob := unfinishedJobs(f.jobs(t))
-	require.Len(t, newJob, 1)
-	f.finishJob(t, &newJob[0], batchv1.JobComplete, "CompletionsReached")
-	f.reconcile(t, "hello")
+	f.finishRebuild(t, "hello")
 	assert.Equal(t, map[string]int{"update *v1.Deployment": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
 	c := f.deployments(t)[0].Spec.Template.Spec.Containers[0]
 	assert.Equal(t, "A", c.Env[0].Name)
@@ -373,10 +367,7 @@ func TestRuntimeChangeWaitsForTheBuildBeforeTheDeployment(t *testing.T) {
 // the build is done, then rolls once.
 func TestDeploymentOnAnotherImageWaitsForTheBuild(t *testing.T) {
 	fn := newFunction("hello")
-	f := newFixture(t, append(prerequisites(testNS), fn)...)
-	f.reconcile(t, "hello")
-	jobs := f.jobs(t)
-	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f := builtFixture(t, fn)
 	f.reconcile(t, "hello")
 	d := f.deployments(t)[0]
 	d.Spec.Template.Spec.Containers[0].Image = "europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs22:1.13.0"
@@ -395,14 +386,21 @@ func TestDeploymentOnAnotherImageWaitsForTheBuild(t *testing.T) {
 		"the new source and its build; the Deployment on the other image is left alone")
 	assert.Equal(t, before.Spec.Template, f.deployments(t)[0].Spec.Template)
 
-	newJob := unfinishedJobs(f.jobs(t))
-	require.Len(t, newJob, 1)
-	f.finishJob(t, &newJob[0], batchv1.JobComplete, "CompletionsReached")
-	f.reconcile(t, "hello")
+	f.finishRebuild(t, "hello")
 	assert.Equal(t, map[string]int{"update *v1.Deployment": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take(), "one rollout, to the build")
 	c := f.deployments(t)[0].Spec.Template.Spec.Containers[0]
 	assert.Contains(t, c.Image, testNS+"-hello:")
 	assert.Empty(t, c.Command, "the built image's own entrypoint")
+}
+
+// finishRebuild completes the one unfinished build Job of Function name and
+// reconciles it.
+func (f *fixture) finishRebuild(t *testing.T, name string) {
+	t.Helper()
+	newJob := unfinishedJobs(f.jobs(t))
+	require.Len(t, newJob, 1)
+	f.finishJob(t, &newJob[0], batchv1.JobComplete, "CompletionsReached")
+	f.reconcile(t, name)
 }
 
 func unfinishedJobs(jobs []batchv1.Job) []batchv1.Job {
