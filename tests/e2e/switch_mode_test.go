@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -143,7 +145,7 @@ func client404(err error) error {
 	return err
 }
 
-// servedLog records, from a watch, whether each Function's Deployment ever
+// servedLog records, by polling, whether each Function's Deployment ever
 // had no available replica.
 type servedLog struct {
 	t      *testing.T
@@ -152,20 +154,22 @@ type servedLog struct {
 	outage []string
 }
 
-// watchAvailable polls the Functions' Deployments until requireAlwaysServed.
+// watchAvailable polls the Functions' Deployments (one list per round)
+// until requireAlwaysServed.
 func (f *fnEnv) watchAvailable(fnNS string, names []string) *servedLog {
 	ctx, cancel := context.WithCancel(f.t.Context())
 	l := &servedLog{t: f.t, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		for ctx.Err() == nil {
-			for _, name := range names {
-				_, ds, _, _, err := f.children(ctx, fnNS, name)
-				if err != nil || len(ds) != 1 {
-					continue
-				}
-				if ds[0].Status.AvailableReplicas < 1 {
-					l.outage = append(l.outage, fmt.Sprintf("%s at %s: %d available", name, time.Now().Format(time.TimeOnly), ds[0].Status.AvailableReplicas))
+			var ds appsv1.DeploymentList
+			sel := client.MatchingLabels{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}
+			if err := f.c.List(ctx, &ds, client.InNamespace(fnNS), sel); err == nil {
+				for _, d := range ds.Items {
+					name := d.Labels[v1alpha2.LabelFunctionName]
+					if slices.Contains(names, name) && d.Status.AvailableReplicas < 1 {
+						l.outage = append(l.outage, fmt.Sprintf("%s at %s: %d available", name, time.Now().Format(time.TimeOnly), d.Status.AvailableReplicas))
+					}
 				}
 			}
 			time.Sleep(100 * time.Millisecond)
