@@ -140,18 +140,6 @@ func TestRenderIsDeterministic(t *testing.T) {
 	}
 }
 
-// byName is the rendered object of that kind and name.
-func byName(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
-	t.Helper()
-	for _, o := range objs {
-		if o.GetKind() == kind && o.GetName() == name {
-			return o
-		}
-	}
-	t.Fatalf("%s %s not rendered", kind, name)
-	return nil
-}
-
 // env is the literal env of a Deployment's first container.
 func env(d *unstructured.Unstructured) map[string]string {
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
@@ -168,7 +156,7 @@ func env(d *unstructured.Unstructured) map[string]string {
 func TestChartFacts(t *testing.T) {
 	r := renderer(t)
 	byName := func(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
-		return byName(t, objs, kind, name)
+		return find(t, objs, kind, name)
 	}
 	vs := variants()
 
@@ -387,7 +375,7 @@ func TestBuildlessRendersNoBuildObjects(t *testing.T) {
 	assert.NotContains(t, withRegistry, "ServiceAccount/serverless-function")
 
 	resourceConfig := func(objs []*unstructured.Unstructured) string {
-		return env(byName(t, objs, "Deployment", "serverless-ctrl-mngr"))["APP_FUNCTION_RESOURCE_CONFIG"]
+		return env(find(t, objs, "Deployment", "serverless-ctrl-mngr"))["APP_FUNCTION_RESOURCE_CONFIG"]
 	}
 	var rc struct {
 		Function struct {
