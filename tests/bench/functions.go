@@ -680,11 +680,7 @@ func (f fnFigures) print() {
 	row("  of which anonymous / file-backed", fmt.Sprintf("%.1f MiB / %.1f MiB", mib(f.mem.anon), mib(f.mem.file)), "", "")
 	row("  Go heap in use / runtime total", fmt.Sprintf("%.1f MiB / %.1f MiB", mib(f.mem.heapInUse), mib(f.mem.goSys)), "", "")
 	fmt.Printf("  builds: %s; last build Complete → all Running %.1fs\n", f.jobs, f.afterLastBuild.Seconds())
-	fmt.Printf("  writes by verb and resource (per Function): %s\n", f.run.breakdown(false, n))
-	fmt.Printf("  reads by verb and resource: %s\n", f.run.breakdown(true, 0))
-	fmt.Printf("  idle: %s\n", f.idle.breakdown(false, 0)+"; reads: "+f.idle.breakdown(true, 0))
-	fmt.Printf("  after the restart (%d reconciles): writes: %s; reads: %s\n", f.restartReconciles, f.restart.breakdown(false, 0), f.restart.breakdown(true, 0))
-	fmt.Printf("  (the controller went quiet %.0fs after the last Function was Running)\n", f.settleTime.Seconds())
+	f.printRequests()
 }
 
 // printSharing compares the two variants. Identical sources do not share a
@@ -725,11 +721,7 @@ func (f fnFigures) printBuildless() {
 	d := f.deployments
 	fmt.Printf("  timeline after the creates: last of %d Deployments created %.1fs, last available %.1fs, all Running %.1fs\n",
 		d.count, d.lastCreated.Seconds(), d.lastAvailable.Seconds(), f.toRunning.Seconds())
-	fmt.Printf("  writes by verb and resource (per Function): %s\n", f.run.breakdown(false, n))
-	fmt.Printf("  reads by verb and resource: %s\n", f.run.breakdown(true, 0))
-	fmt.Printf("  idle: %s\n", f.idle.breakdown(false, 0)+"; reads: "+f.idle.breakdown(true, 0))
-	fmt.Printf("  after the restart (%d reconciles): writes: %s; reads: %s\n", f.restartReconciles, f.restart.breakdown(false, 0), f.restart.breakdown(true, 0))
-	fmt.Printf("  (the controller went quiet %.0fs after the last Function was Running)\n", f.settleTime.Seconds())
+	f.printRequests()
 }
 
 // printModes puts the two modes' figures side by side.
@@ -744,4 +736,13 @@ func printModes(build, buildless fnFigures) {
 	row("requests while idle", fmt.Sprintf("%d", build.idle.total()), fmt.Sprintf("%d", buildless.idle.total()))
 	row("writes after a restart", fmt.Sprintf("%d", build.restart.writes()), fmt.Sprintf("%d", buildless.restart.writes()))
 	row("controller RSS after all Running", fmt.Sprintf("%.1f MiB", mib(build.mem.rss)), fmt.Sprintf("%.1f MiB", mib(buildless.mem.rss)))
+}
+
+// printRequests prints where the requests went, by verb and resource.
+func (f fnFigures) printRequests() {
+	fmt.Printf("  writes by verb and resource (per Function): %s\n", f.run.breakdown(false, f.functions))
+	fmt.Printf("  reads by verb and resource: %s\n", f.run.breakdown(true, 0))
+	fmt.Printf("  idle: %s\n", f.idle.breakdown(false, 0)+"; reads: "+f.idle.breakdown(true, 0))
+	fmt.Printf("  after the restart (%d reconciles): writes: %s; reads: %s\n", f.restartReconciles, f.restart.breakdown(false, 0), f.restart.breakdown(true, 0))
+	fmt.Printf("  (the controller went quiet %.0fs after the last Function was Running)\n", f.settleTime.Seconds())
 }
