@@ -90,6 +90,11 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 	rel := upstreamtest.Release1130()
 	inst, err := upstreamtest.LoadRelease(root, rel)
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := inst.RemoveLeftovers(context.Background(), e.c); err != nil {
+			t.Errorf("removing what is left of 1.13's installation: %v", err)
+		}
+	})
 	require.NoError(t, inst.Install(ctx, e.c))
 	fns, err := upstreamtest.LoadFunctions(root, rel)
 	require.NoError(t, err)

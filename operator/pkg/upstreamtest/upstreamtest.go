@@ -11,6 +11,7 @@ package upstreamtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // Dir holds the 1.8.4 fixtures, relative to the repository root.
@@ -312,4 +314,37 @@ func ownedBy(o, fn *unstructured.Unstructured) error {
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}})
 	return nil
+}
+
+// RemoveLeftovers deletes what is still upstream's of the installation: its
+// objects the module did not take over (without the module's managed-by
+// label; the Function CRD stays) and the cache Secret. A takeover test that
+// failed half-way thus leaves nothing that a later installation would trip
+// over.
+func (i *Installation) RemoveLeftovers(ctx context.Context, c client.Client) error {
+	var errs []error
+	for _, o := range i.Objects {
+		if o.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(o.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(o), live)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err == nil && live.GetLabels()[module.LabelManagedBy] == module.ManagedBy {
+			continue
+		}
+		if err == nil {
+			err = c.Delete(ctx, live)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err))
+		}
+	}
+	if err := c.Delete(ctx, i.Cache.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("the cache Secret: %w", err))
+	}
+	return errors.Join(errs...)
 }
