@@ -4,57 +4,22 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 )
 
-// jobTimeline records, by watch with this machine's clock, when each build
-// Job appeared and when it was seen Complete: it tells where the time to
-// all Running goes (the builds themselves, refilling a free slot, or the
-// Deployments after the last build).
-type jobTimeline struct {
-	mu       sync.Mutex
-	added    map[string]time.Time
-	complete map[string]time.Time
-	stop     context.CancelFunc
-	done     chan struct{}
-}
-
-func watchJobs(ctx context.Context, wc client.WithWatch) (*jobTimeline, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	w, err := wc.Watch(ctx, &batchv1.JobList{}, client.MatchingLabels{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController})
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	t := &jobTimeline{added: map[string]time.Time{}, complete: map[string]time.Time{}, stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(t.done)
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			j, ok := ev.Object.(*batchv1.Job)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			key, now := j.Namespace+"/"+j.Name, time.Now()
-			t.mu.Lock()
-			if _, seen := t.added[key]; !seen {
-				t.added[key] = now
-			}
-			if _, seen := t.complete[key]; !seen && jobCondition(j, batchv1.JobComplete) {
-				t.complete[key] = now
-			}
-			t.mu.Unlock()
-		}
-	}()
-	return t, nil
+// watchJobs times each build Job's creation and its completion: it tells
+// where the time to all Running goes (the builds themselves, refilling a free
+// slot, or the Deployments after the last build).
+func watchJobs(ctx context.Context, wc client.WithWatch) (*timeline, error) {
+	return watchTimeline(ctx, wc, &batchv1.JobList{}, func(obj client.Object) (bool, string) {
+		return jobCondition(obj.(*batchv1.Job), batchv1.JobComplete), "not complete"
+	}, client.MatchingLabels{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController})
 }
 
 func jobCondition(j *batchv1.Job, typ batchv1.JobConditionType) bool {
@@ -75,22 +40,19 @@ type jobFigures struct {
 	lastComplete           time.Time
 }
 
-func (t *jobTimeline) figures() jobFigures {
-	t.stop()
-	<-t.done
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f := jobFigures{jobs: len(t.added), completed: len(t.complete)}
+func jobFiguresOf(t *timeline) jobFigures {
+	added, complete := t.end()
+	f := jobFigures{jobs: len(added), completed: len(complete)}
 	var builds []time.Duration
 	var total time.Duration
 	var adds, completes []time.Time
 	var first time.Time
-	for key, a := range t.added {
+	for key, a := range added {
 		adds = append(adds, a)
 		if first.IsZero() || a.Before(first) {
 			first = a
 		}
-		if c, ok := t.complete[key]; ok {
+		if c, ok := complete[key]; ok {
 			builds = append(builds, c.Sub(a))
 			total += c.Sub(a)
 			completes = append(completes, c)
