@@ -225,7 +225,7 @@ func TestBuildlessGitFunction(t *testing.T) {
 	f, _ := newBuildlessFixture(t, resolver, fn, secret)
 
 	requeue := f.reconcile(t, "g")
-	assert.Equal(t, firstRolloutDelay, requeue, "the status waits for the new Deployment")
+	assert.Equal(t, progressReportDelay, requeue, "the status waits for the new Deployment")
 	deps := f.deployments(t)
 	require.Len(t, deps, 1)
 	init := deps[0].Spec.Template.Spec.InitContainers

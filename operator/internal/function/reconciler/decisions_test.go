@@ -246,7 +246,7 @@ func TestFirstRolloutWait(t *testing.T) {
 		isReady bool
 		want    time.Duration
 	}{
-		{name: "just created", rolled: v1alpha2.ReasonDeploymentCreated, want: firstRolloutDelay},
+		{name: "just created", rolled: v1alpha2.ReasonDeploymentCreated, want: progressReportDelay},
 		{name: "new and rolling out", age: 2 * time.Second, want: 3 * time.Second},
 		{name: "new and ready: write now", age: 2 * time.Second, isReady: true},
 		{name: "new, not ready, delay over: write", age: 6 * time.Second},

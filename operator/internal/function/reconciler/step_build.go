@@ -30,7 +30,10 @@ const AnnotationGeneration = "serverless.kyma-project.io/function-generation"
 // adopted without a rebuild). Otherwise the newest Job pushing to the
 // expected destination decides: finished → built; failed → BuildReady
 // False, retried after a backoff; running → wait for its watch event; none
-// → create one if a build slot is free, else wait for one.
+// → create one if a build slot is free, else wait for one. A running Job
+// that is the status's only news is reported once it is older than
+// progressReportDelay, or not at all when it finishes before (a quick build
+// costs no "started" status write).
 func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	keepBuiltBase(p)
 	current, stale := splitJobs(p.jobs, p.pushImage)
@@ -64,7 +67,8 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 			out, seen := buildOutcome(p.buildPods, current)
 			if seen && !out.Finished {
 				// The Job's end reached the cache before its Pod's: the Pod's
-				// update brings the digest.
+				// update brings the digest, and the status with it.
+				p.keepStatus = true
 				return nil
 			}
 			p.finishedJob = current
@@ -78,8 +82,10 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 		default:
 			r.slots.Leave(p.key)
 			if c := condition(&p.status, v1alpha2.ConditionBuildReady); c == nil || c.Status != corev1.ConditionUnknown || !strings.Contains(c.Message, current.Name) {
+				p.status.RuntimeImage = resources.RuntimeImage(p.in)
 				setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobRunning,
 					fmt.Sprintf("Job %s is still in progress", current.Name), p.now)
+				p.buildReportIn = buildReportWait(p, current.CreationTimestamp.Time)
 			}
 			return nil
 		}
@@ -117,7 +123,21 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	p.status.RuntimeImage = resources.RuntimeImage(p.in)
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated,
 		fmt.Sprintf("Job %s created", job.Name), p.now)
+	p.buildReportIn = buildReportWait(p, p.now.Time)
 	return nil
+}
+
+// buildReportWait is how long a status whose only news is that a build Job
+// created at created runs may stay unwritten: the rest of
+// progressReportDelay, or 0 when the status reports a failure (its end is
+// news: a fixed Git password, a fixed dependency, written at once).
+func buildReportWait(p *pass, created time.Time) time.Duration {
+	for _, c := range p.fn.Status.Conditions {
+		if c.Status == corev1.ConditionFalse {
+			return 0
+		}
+	}
+	return max(0, progressReportDelay-p.now.Sub(created))
 }
 
 // keepBuiltBase keeps the runtime base image a Function's image was built
@@ -167,7 +187,7 @@ func (r *Reconciler) failed(ctx context.Context, p *pass, job *batchv1.Job) (boo
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed, msg, p.now)
 	wait := retryIn(job, c, p.fn, r.retries.delay(p.key, r.cfg.GitFetchRequeueDuration), p.now.Time)
 	if wait > 0 {
-		p.requeueAfter = wait
+		p.requeueIn(wait)
 		return false, nil
 	}
 	r.retries.retried(p.key)

@@ -105,10 +105,11 @@ func (r *Reconciler) checkGit(ctx context.Context, p *pass, changed func()) erro
 		last, _ := r.git.checks.get(p.key)
 		if last.failures > 0 {
 			// Still failing: keep the condition, wait for the backoff.
-			p.stop, p.requeueAfter = true, wait
+			p.stop = true
+			p.requeueIn(wait)
 			return nil
 		}
-		p.requeueAfter = wait
+		p.requeueIn(wait)
 		// The last check's result; it may not be in the status yet (a pass
 		// that did not write it).
 		return r.recordGit(p, git.Resolution{Commit: last.commit, Kind: last.kind}, last.keys, changed)
@@ -119,12 +120,13 @@ func (r *Reconciler) checkGit(ctx context.Context, p *pass, changed func()) erro
 		n := r.git.checks.failed(p.key, spec, p.now.Time)
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonSourceUpdateFailed,
 			gitFailure(p.fn, err), p.now)
-		p.stop, p.requeueAfter = true, gitBackoff(r.cfg.GitFetchRequeueDuration, n)
+		p.stop = true
+		p.requeueIn(gitBackoff(r.cfg.GitFetchRequeueDuration, n))
 		return nil
 	}
 	r.git.checks.succeeded(p.key, spec, p.now.Time, res, keys)
 	if res.Kind == git.KindBranch {
-		p.requeueAfter = r.branchInterval(p.fn)
+		p.requeueIn(r.branchInterval(p.fn))
 	}
 	return r.recordGit(p, res, keys, changed)
 }

@@ -47,7 +47,8 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 			return nil
 		}
 		if graceLeft > 0 {
-			p.keepStatus, p.requeueAfter = true, graceLeft
+			p.keepStatus = true
+			p.requeueIn(graceLeft)
 			return nil
 		}
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,

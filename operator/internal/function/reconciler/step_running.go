@@ -22,7 +22,8 @@ func (r *Reconciler) running(_ context.Context, p *pass) error {
 	}
 	p.status.Replicas = dep.Status.Replicas
 	if wait := firstRolloutWait(p, dep); wait > 0 {
-		p.keepStatus, p.requeueAfter = true, wait
+		p.keepStatus = true
+		p.requeueIn(wait)
 		return nil
 	}
 	if p.rolled != "" {
@@ -48,16 +49,16 @@ func (r *Reconciler) running(_ context.Context, p *pass) error {
 	return nil
 }
 
-// firstRolloutDelay is how long the status of a Function whose first
-// Deployment was just created waits for that Deployment to become ready, so
-// that "built" and "running" are one status write instead of two (a new
-// Deployment is usually ready within seconds). After it, the status is
-// written as it is (BuildReady True, Running Unknown); the build is never
-// lost meanwhile: the Deployment runs the image (see build).
-const firstRolloutDelay = 5 * time.Second
+// progressReportDelay is how long a status that would only report work
+// as started (a build Job created, a first Deployment created) stays
+// unwritten while that work may finish: work done within it costs one status
+// write ("built", "running") instead of two. Work that takes longer is
+// reported as in progress after it; nothing is lost meanwhile, the Job or
+// the Deployment is there (see build).
+const progressReportDelay = 5 * time.Second
 
 // firstRolloutWait is how long this pass leaves the status unwritten: the
-// rest of firstRolloutDelay while the Function has no Running condition yet
+// rest of progressReportDelay while the Function has no Running condition yet
 // and its new Deployment is not ready; else 0.
 func firstRolloutWait(p *pass, dep *appsv1.Deployment) time.Duration {
 	if condition(&p.fn.Status, v1alpha2.ConditionRunning) != nil {
@@ -67,7 +68,7 @@ func firstRolloutWait(p *pass, dep *appsv1.Deployment) time.Duration {
 		return 0
 	}
 	age := max(0, p.now.Sub(dep.CreationTimestamp.Time))
-	return max(0, firstRolloutDelay-age)
+	return max(0, progressReportDelay-age)
 }
 
 // deploymentState reads a Deployment's conditions. A Deployment the

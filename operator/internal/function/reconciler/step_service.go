@@ -61,6 +61,6 @@ func (r *Reconciler) keepService(ctx context.Context, p *pass, desired *corev1.S
 func (r *Reconciler) serviceFailed(p *pass, msg string) error {
 	setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed, msg, p.now)
 	p.stop = true
-	p.requeueAfter = r.cfg.GitFetchRequeueDuration
+	p.requeueIn(r.cfg.GitFetchRequeueDuration)
 	return nil
 }

@@ -20,6 +20,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	if p.keepStatus || equality.Semantic.DeepEqual(p.fn.Status, p.status) {
 		return nil
 	}
+	if p.buildReportIn > 0 && onlyBuildNews(&p.fn.Status, &p.status) {
+		p.requeueIn(p.buildReportIn)
+		return nil
+	}
 	fn := p.fn.DeepCopy()
 	fn.Status = p.status
 	// A merge patch without resourceVersion: the status is computed from the
@@ -36,6 +40,25 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	}
 	r.observeBuilds(p)
 	return nil
+}
+
+// onlyBuildNews: cur differs from old in nothing but the BuildReady
+// condition and the runtime image a build uses.
+func onlyBuildNews(old, cur *v1alpha2.FunctionStatus) bool {
+	st := cur.DeepCopy()
+	st.RuntimeImage, st.Conditions = old.RuntimeImage, nil
+	for _, c := range cur.Conditions {
+		if c.Type == v1alpha2.ConditionBuildReady {
+			prev := condition(old, c.Type)
+			if prev == nil {
+				continue
+			}
+			c = *prev
+		}
+		st.Conditions = append(st.Conditions, c)
+	}
+	// (Semantic equality: nil and empty lists are equal.)
+	return equality.Semantic.DeepEqual(*old, *st)
 }
 
 // deprecatedRuntime leads the ConfigurationReady message of a Function on a

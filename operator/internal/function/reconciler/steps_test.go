@@ -234,10 +234,98 @@ func TestBuildCapMakesFunctionsWait(t *testing.T) {
 
 	jobs := f.jobs(t)
 	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
-	f.reconcile(t, "c")
-	assert.Len(t, f.jobs(t), 3)
-	assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
+	f.writes.take()
+	// A slot is free: c's build starts. That is the status's only news, so
+	// the status waits for the build to end, up to progressReportDelay.
+	assert.Equal(t, progressReportDelay, f.reconcile(t, "c"))
+	assert.Equal(t, map[string]int{"create *v1.Job": 1}, f.writes.take())
 	assert.Empty(t, f.r.slots.Waiting(2))
+	assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting)
+
+	// Still running after it: reported once.
+	f.now = f.now.Add(progressReportDelay)
+	f.reconcile(t, "c")
+	f.reconcile(t, "c")
+	assert.Equal(t, map[string]int{"patch/status *v1alpha2.Function": 1}, f.writes.take())
+	assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobRunning)
+}
+
+func TestQuickBuildIsReportedOnceItEnds(t *testing.T) {
+	objs := prerequisites(testNS)
+	for _, n := range []string{"a", "b", "c"} {
+		objs = append(objs, newFunction(n))
+	}
+	f := newFixture(t, objs...)
+	for _, n := range []string{"a", "b", "c"} {
+		f.reconcile(t, n)
+	}
+	jobs := f.jobs(t)
+	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
+	f.writes.take()
+	f.reconcile(t, "c")
+	var built batchv1.Job
+	for _, j := range f.jobs(t) {
+		if j.Labels[v1alpha2.LabelFunctionName] == "c" {
+			built = j
+		}
+	}
+	require.NotEmpty(t, built.Name)
+	started := f.writes.take()
+
+	// The build ends within progressReportDelay: from the waiting status,
+	// one write says it is built (no "Job created" before it).
+	f.finishJob(t, &built, batchv1.JobComplete, "CompletionsReached")
+	f.now = f.now.Add(progressReportDelay / 2)
+	f.reconcile(t, "c")
+	ended := f.writes.take()
+	const patch = "patch/status *v1alpha2.Function"
+	assert.Equal(t, 1, started[patch]+ended[patch], "build started: %v, ended: %v", started, ended)
+	assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionTrue, v1alpha2.ReasonJobFinished)
+}
+
+func TestOnlyBuildNews(t *testing.T) {
+	t0 := metav1.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	waiting := func() *v1alpha2.FunctionStatus {
+		st := &v1alpha2.FunctionStatus{RuntimeImage: "base:1"}
+		setCondition(st, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated, "ok", t0)
+		setCondition(st, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting, "waiting", t0)
+		return st
+	}
+	tests := []struct {
+		name string
+		old  *v1alpha2.FunctionStatus
+		edit func(*v1alpha2.FunctionStatus)
+		want bool
+	}{
+		{name: "a Job started", old: waiting(), want: true, edit: func(st *v1alpha2.FunctionStatus) {
+			setCondition(st, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated, "Job x created", t0)
+		}},
+		{name: "a Job started on a new base", old: waiting(), want: true, edit: func(st *v1alpha2.FunctionStatus) {
+			st.RuntimeImage = "base:2"
+			setCondition(st, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated, "Job x created", t0)
+		}},
+		{name: "first status", old: &v1alpha2.FunctionStatus{}, want: false, edit: func(st *v1alpha2.FunctionStatus) {
+			*st = *waiting()
+		}},
+		{name: "the source changed too", old: waiting(), want: false, edit: func(st *v1alpha2.FunctionStatus) {
+			setCondition(st, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapUpdated, "ok", t0)
+			setCondition(st, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated, "Job x created", t0)
+		}},
+		{name: "a new generation", old: waiting(), want: false, edit: func(st *v1alpha2.FunctionStatus) {
+			st.ObservedGeneration = 2
+			setCondition(st, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated, "Job x created", t0)
+		}},
+		{name: "Running changed", old: waiting(), want: false, edit: func(st *v1alpha2.FunctionStatus) {
+			setCondition(st, v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting, "w", t0)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := tt.old.DeepCopy()
+			tt.edit(cur)
+			assert.Equal(t, tt.want, onlyBuildNews(tt.old, cur))
+		})
+	}
 }
 
 func TestPrerequisitesMissing(t *testing.T) {
