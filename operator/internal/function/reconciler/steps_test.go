@@ -218,7 +218,10 @@ func TestFailedBuildIsReportedAndRetriedAfterTheBackoff(t *testing.T) {
 	assert.Equal(t, 2.0, f.counter(t, "serverless_function_builds_started_total"))
 }
 
-func TestBuildCapMakesFunctionsWait(t *testing.T) {
+// capFixture: Functions a, b and c and 2 build slots, each Function
+// reconciled once (c waits for a slot).
+func capFixture(t *testing.T) *fixture {
+	t.Helper()
 	objs := prerequisites(testNS)
 	for _, n := range []string{"a", "b", "c"} {
 		objs = append(objs, newFunction(n))
@@ -227,6 +230,11 @@ func TestBuildCapMakesFunctionsWait(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		f.reconcile(t, n)
 	}
+	return f
+}
+
+func TestBuildCapMakesFunctionsWait(t *testing.T) {
+	f := capFixture(t)
 	assert.Len(t, f.jobs(t), 2, "cap of 2")
 	c := assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting)
 	assert.Equal(t, "waiting for a build slot: 2 of 2 builds running", c.Message)
@@ -251,14 +259,7 @@ func TestBuildCapMakesFunctionsWait(t *testing.T) {
 }
 
 func TestQuickBuildIsReportedOnceItEnds(t *testing.T) {
-	objs := prerequisites(testNS)
-	for _, n := range []string{"a", "b", "c"} {
-		objs = append(objs, newFunction(n))
-	}
-	f := newFixture(t, objs...)
-	for _, n := range []string{"a", "b", "c"} {
-		f.reconcile(t, n)
-	}
+	f := capFixture(t)
 	jobs := f.jobs(t)
 	f.finishJob(t, &jobs[0], batchv1.JobComplete, "CompletionsReached")
 	f.writes.take()
