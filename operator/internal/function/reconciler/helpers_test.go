@@ -133,10 +133,12 @@ func reconcileRequest(name string) ctrl.Request {
 	return ctrl.Request{NamespacedName: types.NamespacedName{Namespace: testNS, Name: name}}
 }
 
-// writeCounter counts the writes that go through a client, by verb and kind.
+// writeCounter counts the writes that go through a client, by verb and
+// kind; refuseCreate, when set, answers creates as the API server would.
 type writeCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu           sync.Mutex
+	counts       map[string]int
+	refuseCreate func(client.Object) error
 }
 
 func (w *writeCounter) add(verb string, obj client.Object) {
@@ -164,6 +166,11 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			w.add("create", obj)
+			if w.refuseCreate != nil {
+				if err := w.refuseCreate(obj); err != nil {
+					return err
+				}
+			}
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {

@@ -199,6 +199,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			break
 		}
 	}
+	if apierrors.HasStatusCause(stepErr, corev1.NamespaceTerminatingCause) {
+		// The namespace is being deleted, and the Function with it: no
+		// status, no retry (each would be refused the same way).
+		log.V(1).Info("namespace terminating, pass ended", "error", stepErr.Error())
+		return ctrl.Result{}, nil
+	}
 	mirrorStatus(p)
 	if err := r.writeStatus(ctx, p); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)

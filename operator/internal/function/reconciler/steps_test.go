@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -685,4 +686,22 @@ func TestBuildRecordsItsExternalRepositoryWithTheOptIn(t *testing.T) {
 			assert.Equal(t, map[string]int{"update *v1.ConfigMap": 1, "create *v1.Job": 1, "patch/status *v1alpha2.Function": 1}, f.writes.take())
 		})
 	}
+}
+
+func TestTerminatingNamespaceEndsThePassQuietly(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	// What the API server answers a create in a namespace being deleted.
+	f.writes.refuseCreate = func(obj client.Object) error {
+		err := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, obj.GetName(),
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", obj.GetNamespace()))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type: corev1.NamespaceTerminatingCause, Message: err.Error(), Field: "metadata.namespace"})
+		return err
+	}
+	res, err := f.r.Reconcile(context.Background(), reconcileRequest("hello"))
+	require.NoError(t, err, "no retry: the Function goes with its namespace")
+	assert.Zero(t, res.RequeueAfter)
+	assert.Empty(t, f.rec.events)
+	assert.Equal(t, map[string]int{"create *v1.ConfigMap": 1}, f.writes.take(), "no status write either")
 }
