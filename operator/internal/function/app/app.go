@@ -142,7 +142,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	rOpts := reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader()}
+	rOpts := reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader(), Informers: mgr.GetCache()}
 	var slots *reconciler.BuildSlots
 	if opts.Config.Mode == config.ModeBuildless {
 		sweeper := leftovers.New(mgr.GetAPIReader(), mgr.GetClient(), opts.Config.BaseNamespace, mgr.GetLogger().WithName("leftovers"))

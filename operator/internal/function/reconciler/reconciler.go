@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -73,6 +74,10 @@ type Options struct {
 	// Leftovers removes what build mode left of a Function once it runs
 	// buildless (buildless mode; nil: nothing to remove).
 	Leftovers Leftovers
+	// Informers are the cache c reads from: waiting for a write to reach
+	// the cache then looks at the cached object without copying it (nil:
+	// a copy per look, through c).
+	Informers cache.Informers
 }
 
 // Leftovers are what build mode left of Functions (their build Jobs,
@@ -104,6 +109,7 @@ type Reconciler struct {
 	git     gitDeps
 	// leftovers of build mode (buildless mode only; nil otherwise).
 	leftovers Leftovers
+	informers cache.Informers // nil: awaitCache reads through client
 }
 
 // New returns a Reconciler for the configured mode. c must read from the
@@ -125,6 +131,7 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 		git:    gitDeps{resolver: opts.Git, checks: newGitChecks(), auth: buildAuth},
 		client: c, api: opts.API, pkgs: opts.PackageConfigs, events: events, metrics: metrics, slots: slots, retries: newRetries(),
 		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(), leftovers: opts.Leftovers,
+		informers: opts.Informers,
 	}
 	if opts.Config.Mode == config.ModeBuildless {
 		r.steps, r.git.auth = r.buildlessSteps(), buildlessAuth
