@@ -178,8 +178,38 @@ func LoadRelease(root string, rel Release) (*Installation, error) {
 // written. The caller makes upstream's Deployments look rolled out if it
 // needs to (on envtest nobody else does).
 func (i *Installation) Install(ctx context.Context, c client.Client) error {
+	// Services first: a NodePort that moved (see apply) moves in the
+	// addresses the Secrets hold too, as upstream's operator writes the
+	// port it got.
+	moved := map[string]string{}
 	for _, o := range i.Objects {
-		if err := apply(ctx, c, o.DeepCopy(), i.manager); err != nil {
+		if o.GetKind() != "Service" {
+			continue
+		}
+		if err := apply(ctx, c, o.DeepCopy(), i.manager, moved); err != nil {
+			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	for _, o := range i.Objects {
+		if o.GetKind() == "Service" {
+			continue
+		}
+		o = o.DeepCopy()
+		if o.GetKind() == "Secret" {
+			data, _, _ := unstructured.NestedStringMap(o.Object, "stringData")
+			for k, v := range data {
+				for from, to := range moved {
+					data[k] = strings.ReplaceAll(v, from, to)
+					v = data[k]
+				}
+			}
+			if len(data) > 0 {
+				if err := unstructured.SetNestedStringMap(o.Object, data, "stringData"); err != nil {
+					return err
+				}
+			}
+		}
+		if err := apply(ctx, c, o, i.manager, moved); err != nil {
 			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
@@ -202,22 +232,43 @@ func (i *Installation) Install(ctx context.Context, c client.Client) error {
 // apply applies o as upstream's operator does. A NodePort the API server
 // says is taken (a Service of an earlier test, or a port its repair loop
 // still holds for a deleted one) is left to the API server to choose, as
-// upstream's operator picks another free port when its default is taken.
-func apply(ctx context.Context, c client.Client, o *unstructured.Unstructured, manager string) error {
+// upstream's operator picks another free port when its default is taken;
+// moved then maps "localhost:<fixture port>" to "localhost:<port got>".
+func apply(ctx context.Context, c client.Client, o *unstructured.Unstructured, manager string, moved map[string]string) error {
 	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner(manager), client.ForceOwnership)
 	if o.GetKind() != "Service" || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "provided port is already allocated") {
 		return err
 	}
 	ports, _, _ := unstructured.NestedSlice(o.Object, "spec", "ports")
+	wanted := map[string]int64{}
 	for _, p := range ports {
 		if m, ok := p.(map[string]any); ok {
+			name, _ := m["name"].(string)
+			switch n := m["nodePort"].(type) { // as decoded: JSON numbers or int64
+			case int64:
+				wanted[name] = n
+			case float64:
+				wanted[name] = int64(n)
+			}
 			delete(m, "nodePort")
 		}
 	}
 	if err := unstructured.SetNestedSlice(o.Object, ports, "spec", "ports"); err != nil {
 		return err
 	}
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(manager), client.ForceOwnership)
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		return err
+	}
+	got := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+		return fmt.Errorf("reading the NodePort Service %s got: %w", o.GetName(), err)
+	}
+	for _, p := range got.Spec.Ports {
+		if n, ok := wanted[p.Name]; ok && p.NodePort != 0 {
+			moved[fmt.Sprintf("localhost:%d", n)] = fmt.Sprintf("localhost:%d", p.NodePort)
+		}
+	}
+	return nil
 }
 
 // Object returns the installation's object of kind and name, nil if none.

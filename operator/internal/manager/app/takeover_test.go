@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -266,6 +267,10 @@ func TestTakeoverKeepsAnotherNodePort(t *testing.T) {
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}, regSvc))
 	port := regSvc.Spec.Ports[0].NodePort
 	require.NotEqual(t, int32(32137), port, "the fixture's registry got another port")
+	upstreamSecret := &corev1.Secret{}
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName}, upstreamSecret))
+	assert.Equal(t, fmt.Sprintf("localhost:%d", port), string(upstreamSecret.Data["pullRegAddr"]),
+		"upstream's registry Secret names the port its registry got")
 
 	startManagerWithFS(t, env, charts.Serverless(), reconciler.Options{})
 	awaitTakeoverReady(t, c)
