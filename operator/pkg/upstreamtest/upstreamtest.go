@@ -195,13 +195,15 @@ func (i *Installation) Install(ctx context.Context, c client.Client) error {
 			continue
 		}
 		o = o.DeepCopy()
-		if o.GetKind() == "Secret" {
+		if o.GetKind() == "Secret" && len(moved) > 0 {
+			var pairs []string
+			for from, to := range moved {
+				pairs = append(pairs, from, to)
+			}
+			moves := strings.NewReplacer(pairs...)
 			data, _, _ := unstructured.NestedStringMap(o.Object, "stringData")
 			for k, v := range data {
-				for from, to := range moved {
-					data[k] = strings.ReplaceAll(v, from, to)
-					v = data[k]
-				}
+				data[k] = moves.Replace(v)
 			}
 			if len(data) > 0 {
 				if err := unstructured.SetNestedStringMap(o.Object, data, "stringData"); err != nil {

@@ -85,10 +85,7 @@ func (r *Reconciler) cacheLook(ctx context.Context, obj client.Object) func(cont
 		if inf, err := r.informers.GetInformer(ctx, obj); err == nil {
 			if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
 				store, gr := s.GetStore(), schema.GroupResource{Resource: fmt.Sprintf("%T", obj)}
-				storeKey := key.Name
-				if key.Namespace != "" {
-					storeKey = key.Namespace + "/" + key.Name
-				}
+				storeKey := toolscache.MetaObjectToName(obj).String()
 				return func(context.Context) (client.Object, error) {
 					item, exists, err := store.GetByKey(storeKey)
 					if err != nil {
