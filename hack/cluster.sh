@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# A local Kubernetes control plane on this machine, without containers:
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, which
-# plays the kubelet of N fake nodes (pods become Running/Ready, Job pods
-# Succeed). All state lives in .cluster/ (git-ignored).
+# A local Kubernetes cluster on this machine, without a container engine: a
+# control plane (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler), one real node (hack/node: containerd, kubelet,
+# kube-proxy, CoreDNS, the image registry it pulls from; needs root) where
+# Pods go by default, and kwok, which plays the kubelet of N simulated nodes
+# (pods become Running/Ready, Job pods Succeed) where the Pods of namespaces
+# annotated scheduler.alpha.kubernetes.io/node-selector=type=kwok go. All
+# state lives in .cluster/ (git-ignored).
 #
 # usage:
 #   hack/cluster.sh up [--user PID]     start (no-op when already healthy)
@@ -11,6 +15,9 @@
 #   hack/cluster.sh kubeconfig-sa NS SA write a kubeconfig for ServiceAccount NS/SA, print its path
 #   hack/cluster.sh release PID         the test process PID is done with the cluster (see below)
 #   hack/cluster.sh restart kube-apiserver  kill -9 the API server and start it (and the controller manager) again
+#   hack/cluster.sh load                push the images `make image` wrote (bin/image) to the real node
+#   hack/cluster.sh manager-env         the manager's IMAGE_<KEY>=... that point the chart at the local images
+#   hack/cluster.sh setting NAME        a setting of the running cluster (e.g. NODE_REGISTRY, APISERVER_PORT)
 #
 # Test binaries call `up --user PID` and `release PID`: a cluster that tests
 # started is torn down by the last test process that releases it (unless
@@ -31,7 +38,14 @@ PIDS=$STATE/pids
 KUBECONFIGS=$STATE/kubeconfigs
 ADMIN_KUBECONFIG=$STATE/kubeconfig
 CONFIG_ENV=$STATE/cluster.env
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok image-registry containerd kubelet kube-proxy coredns)
+# The real node (hack/node): its name and address (the first of its Pod
+# range, on the bridge it makes): Pods reach the API server, DNS and the
+# image registry there, so the API server listens there too.
+NODE_NAME=real-node
+NODE_POD_CIDR=10.240.0.0/24
+NODE_IP=10.240.0.1
+NODE_REGISTRY=$NODE_IP:5000
 export GOTOOLCHAIN=local
 
 START=$SECONDS
@@ -55,6 +69,8 @@ save_config() {
   local kv name
   : >"$CONFIG_ENV"
   for kv in $SETTINGS; do name=${kv%%=*}; echo "$name=${!name}" >>"$CONFIG_ENV"; done
+  # fixed, recorded for tests and scripts (hack/cluster.sh setting NAME)
+  for name in NODE_NAME NODE_POD_CIDR NODE_IP NODE_REGISTRY; do echo "$name=${!name}" >>"$CONFIG_ENV"; done
 }
 
 # warns when the caller asked for settings the running cluster does not have
@@ -67,6 +83,13 @@ warn_config_differs() {
 }
 
 k() { "$ASSETS/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "$@"; }
+
+# node ARGS... : hack/node with this cluster's settings (9>&- : its daemons
+# must not inherit the lock).
+real_node() {
+  (cd "$ROOT" && go run ./hack/node "$1" -state "$STATE" -assets "$ASSETS" -images "$ROOT/bin/image" \
+    -name "$NODE_NAME" -pod-cidr "$NODE_POD_CIDR" -registry-port "${NODE_REGISTRY##*:}" -apiserver-port "$APISERVER_PORT") 9>&-
+}
 
 # Serialise up/down/release of all callers (people, parallel test binaries).
 # The lock file lives outside .cluster/, which `down` removes.
@@ -138,10 +161,15 @@ wait_for() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# Stops the recorded components: the API clients first, then kube-apiserver,
-# then etcd, so none of them hangs on a peer that is already gone. Each group
-# gets TERM and, after 5s, KILL.
+# Stops the recorded components: the real node first (hack/node undoes all
+# it did to this machine, also what a killed run left), then the API
+# clients, then kube-apiserver, then etcd, so none of them hangs on a peer
+# that is already gone. Each group gets TERM and, after 5s, KILL.
 stop_processes() {
+  if [ -d "$STATE/node" ]; then
+    log "stopping the real node (hack/node down)"
+    real_node down || log "hack/node down reported errors (above); the next 'up' tries again"
+  fi
   stop_group kwok kube-scheduler kube-controller-manager
   stop_group kube-apiserver
   stop_group etcd
@@ -181,13 +209,17 @@ nodes_ready() {
   [ "$ready" -ge "$NODES" ]
 }
 
+real_node_ready() {
+  [ "$(k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
 apiserver_ready() { [ "$(k get --raw=/readyz 2>/dev/null)" = ok ]; }
 
 healthy() {
   [ -f "$STATE/ready" ] || return 1
   local c
   for c in "${COMPONENTS[@]}"; do is_ours "$(pidof_component "$c")" || return 1; done
-  apiserver_ready && nodes_ready
+  apiserver_ready && nodes_ready && real_node_ready
 }
 
 # ---------------------------------------------------------------- setup
@@ -209,7 +241,7 @@ kind: Config
 clusters:
 - name: serverless-local
   cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
+    server: https://$NODE_IP:$APISERVER_PORT
     certificate-authority-data: $(b64 "$PKI/ca.crt")
 users:
 - name: $user
@@ -237,7 +269,9 @@ kwok_stage_configs() {
 }
 
 # Nodes managed by kwok (selected by the kwok.x-k8s.io/node annotation), the
-# default StorageClass and a pool of static volumes.
+# default StorageClass, a pool of static volumes (scrubbed and handed back
+# when released: Recycle, by a Pod on the real node) and the RBAC of the
+# real node's parts that have no built-in binding.
 bootstrap_objects() {
   local i zones=(a b c)
   cat <<EOF
@@ -249,6 +283,36 @@ metadata:
     storageclass.kubernetes.io/is-default-class: "true"
 provisioner: kubernetes.io/no-provisioner
 volumeBindingMode: Immediate
+---
+# the API server's calls to kubelets (logs, exec, port-forward)
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kube-apiserver-kubelet-client
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:kubelet-api-admin}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: kube-apiserver-kubelet-client}
+---
+# CoreDNS's kubernetes plugin
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:coredns
+rules:
+- apiGroups: [""]
+  resources: [services, pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:coredns
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:coredns}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:coredns}
 EOF
   for ((i = 0; i < NODES; i++)); do
     cat <<EOF
@@ -284,7 +348,7 @@ metadata:
 spec:
   capacity: {storage: 100Gi}
   accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
+  persistentVolumeReclaimPolicy: Recycle
   storageClassName: standard
   volumeMode: Filesystem
   hostPath: {path: "$STATE/volumes/pv-$i", type: DirectoryOrCreate}
@@ -301,21 +365,29 @@ start_kcm() {
     --controllers='*,-nodeipam' --use-service-account-credentials=true \
     --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --pv-recycler-pod-template-filepath-hostpath="$STATE/node/recycler-pod.yaml" \
     --kube-api-qps=100 --kube-api-burst=200
 }
 
 # start_apiserver starts kube-apiserver (also used by `restart kube-apiserver`).
+# It listens on the real node's address, which Pods reach (the kubernetes
+# Service's endpoint). Pods without a node selector of their own go to the
+# real node; a namespace annotated scheduler.alpha.kubernetes.io/node-selector
+# =type=kwok sends its Pods to the simulated nodes (PodNodeSelector).
 start_apiserver() {
-  log "starting kube-apiserver on https://127.0.0.1:$APISERVER_PORT"
+  log "starting kube-apiserver on https://$NODE_IP:$APISERVER_PORT"
   # audit: events are written synchronously by the request handler (blocking,
   # none dropped) into one file (maxsize 0 would mean rotation at 100 MB)
   start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+    --bind-address="$NODE_IP" --advertise-address="$NODE_IP" --secure-port="$APISERVER_PORT" \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
+    --kubelet-client-certificate="$PKI/kube-apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/kube-apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP \
     --authorization-mode=Node,RBAC --allow-privileged=true \
+    --enable-admission-plugins=PodNodeSelector --admission-control-config-file="$ROOT/hack/cluster/admission.yaml" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none \
+    --service-cluster-ip-range=10.96.0.0/16 \
     --audit-policy-file="$ROOT/hack/cluster/audit-policy.yaml" --audit-log-path="$STATE/audit.log" --audit-log-mode=blocking \
     --audit-log-maxsize=100000 \
     --cert-dir="$PKI"
@@ -334,9 +406,12 @@ start_cluster() {
   save_config
 
   log "generating certificates (hack/certgen)"
-  (cd "$ROOT" && go run ./hack/certgen -dir "$PKI")
+  (cd "$ROOT" && go run ./hack/certgen -dir "$PKI" -node-name "$NODE_NAME" -node-ip "$NODE_IP")
   write_kubeconfig "$ADMIN_KUBECONFIG" admin
-  for c in kube-controller-manager kube-scheduler kwok; do write_kubeconfig "$KUBECONFIGS/$c.kubeconfig" "$c"; done
+  for c in kube-controller-manager kube-scheduler kwok node kube-proxy coredns; do write_kubeconfig "$KUBECONFIGS/$c.kubeconfig" "$c"; done
+
+  log "setting up the real node's network (hack/node network)"
+  real_node network
   local stages
   stages=$(kwok_stage_configs)
 
@@ -364,6 +439,9 @@ start_cluster() {
   log "creating $NODES nodes, StorageClass standard and $PVS PersistentVolumes"
   bootstrap_objects | k apply -f - >/dev/null
   wait_for 120 "$NODES nodes Ready" nodes_ready
+  log "starting the real node $NODE_NAME (hack/node up)"
+  real_node up
+  wait_for 60 "node $NODE_NAME Ready" real_node_ready
   wait_for 60 "default ServiceAccount exists" k get serviceaccount default -n default
   check_alive || die "a component died during start"
   touch "$STATE/ready"
@@ -401,7 +479,7 @@ cmd_up() {
   "$ROOT/hack/tools.sh" >/dev/null
   load_config
   if healthy; then
-    log "already running and healthy (nodes: $NODES, API: https://127.0.0.1:$APISERVER_PORT)"
+    log "already running and healthy (nodes: $NODES simulated and $NODE_NAME, API: https://$NODE_IP:$APISERVER_PORT)"
     warn_config_differs
   else
     if [ -d "$STATE" ]; then
@@ -449,6 +527,13 @@ cmd_restart() {
   start_kcm
 }
 
+# load: the images of bin/image (make image) into the real node's registry.
+cmd_load() {
+  load_config
+  healthy || die "the cluster is not running (make cluster-up)"
+  real_node load
+}
+
 cmd_down() {
   lock
   load_config
@@ -490,10 +575,11 @@ cmd_status() {
     pid=$(pidof_component "$c")
     if is_ours "$pid"; then printf '%-24s running (pid %s)\n' "$c" "$pid"; else printf '%-24s NOT running\n' "$c"; ok=1; fi
   done
-  if apiserver_ready; then echo "kube-apiserver /readyz   ok (https://127.0.0.1:$APISERVER_PORT)"; else echo "kube-apiserver /readyz   NOT ok"; ok=1; fi
+  if apiserver_ready; then echo "kube-apiserver /readyz   ok (https://$NODE_IP:$APISERVER_PORT)"; else echo "kube-apiserver /readyz   NOT ok"; ok=1; fi
   if [ $ok = 0 ]; then
     k get nodes -o wide || ok=1
-    nodes_ready || { echo "fewer than $NODES nodes are Ready"; ok=1; }
+    nodes_ready || { echo "fewer than $NODES simulated nodes are Ready"; ok=1; }
+    real_node_ready || { echo "node $NODE_NAME is not Ready"; ok=1; }
   fi
   echo "kubeconfig: $ADMIN_KUBECONFIG   logs: $LOGS/"
   return $ok
@@ -516,5 +602,8 @@ case ${1:-} in
   kubeconfig-sa) shift; cmd_kubeconfig_sa "$@" ;;
   release) shift; cmd_release "$@" ;;
   restart) shift; cmd_restart "$@" ;;
+  load) cmd_load ;;
+  manager-env) load_config; real_node manager-env ;;
+  setting) load_config; v=${2:?usage: setting NAME}; echo "${!v:?no setting $v}" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

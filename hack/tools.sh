@@ -4,7 +4,7 @@
 # rebuilt, so a second run is a no-op. Prints the directory of every tool
 # set on the last lines as NAME=DIR for callers that want to eval them.
 #
-# usage: hack/tools.sh [k8s|etcd|kwok|controller-gen|helm|registry ...]   (default: all)
+# usage: hack/tools.sh [k8s|etcd|kwok|controller-gen|helm|registry|coredns ...]   (default: all)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +21,7 @@ KWOK_VERSION=$(modver kwok sigs.k8s.io/kwok)
 CONTROLLER_GEN_VERSION=$(modver controller-gen sigs.k8s.io/controller-tools)
 HELM_VERSION=$(modver helm helm.sh/helm/v3)
 REGISTRY_VERSION=$(modver registry github.com/distribution/distribution/v3)
+COREDNS_VERSION=$(modver coredns github.com/coredns/coredns)
 
 log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -56,13 +57,14 @@ k8s_ldflags() {
   echo "$f"
 }
 
-want=${*:-k8s etcd kwok controller-gen helm registry}
+want=${*:-k8s etcd kwok controller-gen helm registry coredns}
 for t in $want; do
   case $t in
     k8s) build k8s "$BIN/k8s-$K8S_VERSION" "$(k8s_ldflags)" \
            kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
            kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
-           kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler kubectl=k8s.io/kubernetes/cmd/kubectl ;;
+           kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler kubectl=k8s.io/kubernetes/cmd/kubectl \
+           kubelet=k8s.io/kubernetes/cmd/kubelet kube-proxy=k8s.io/kubernetes/cmd/kube-proxy ;;
     etcd) build etcd "$BIN/etcd-$ETCD_VERSION" "" etcd=go.etcd.io/etcd/server/v3 ;;
     kwok) build kwok "$BIN/kwok-$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" kwok=sigs.k8s.io/kwok/cmd/kwok ;;
     controller-gen) build controller-gen "$BIN/controller-gen-$CONTROLLER_GEN_VERSION" "" controller-gen=sigs.k8s.io/controller-tools/cmd/controller-gen ;;
@@ -70,6 +72,8 @@ for t in $want; do
     # The chart's registry image is distribution; real builds push to it.
     registry) build registry "$BIN/registry-$REGISTRY_VERSION" "-X github.com/distribution/distribution/v3/version.version=$REGISTRY_VERSION" \
            registry=github.com/distribution/distribution/v3/cmd/registry ;;
+    # The real node's cluster DNS: CoreDNS with the plugins it uses (main.go).
+    coredns) build coredns "$BIN/coredns-$COREDNS_VERSION" "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" coredns=. ;;
     *) echo "unknown tool $t" >&2; exit 2 ;;
   esac
 done
@@ -79,8 +83,9 @@ done
 mkdir -p "$BIN/assets"
 link() { [ -x "$BIN/$1" ] && ln -sfn "../$1" "$BIN/assets/$(basename "$1")"; return 0; }
 link "etcd-$ETCD_VERSION/etcd"
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do link "k8s-$K8S_VERSION/$b"; done
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy; do link "k8s-$K8S_VERSION/$b"; done
 link "kwok-$KWOK_VERSION/kwok"
 link "controller-gen-$CONTROLLER_GEN_VERSION/controller-gen"
 link "helm-$HELM_VERSION/helm"
 link "registry-$REGISTRY_VERSION/registry"
+link "coredns-$COREDNS_VERSION/coredns"

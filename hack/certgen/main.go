@@ -1,10 +1,11 @@
-// Command certgen writes the PKI of the local control plane started by
-// hack/cluster.sh: a CA, the kube-apiserver serving certificate, client
-// certificates for the admin and the control-plane components, and the key
-// pair that signs service-account tokens. All keys are ECDSA P-256, which
-// every component accepts and which is fast to generate.
+// Command certgen writes the PKI of the local cluster started by
+// hack/cluster.sh: a CA, the serving certificates of kube-apiserver and of
+// the real node's kubelet, client certificates for the admin, the
+// control-plane and node components, and the key pair that signs
+// service-account tokens. All keys are ECDSA P-256, which every component
+// accepts and which is fast to generate.
 //
-// usage: go run ./hack/certgen -dir DIR
+// usage: go run ./hack/certgen -dir DIR -node-name NAME -node-ip IP
 package main
 
 import (
@@ -27,12 +28,19 @@ import (
 const validity = 365 * 24 * time.Hour
 
 // serving names of the kube-apiserver: reachable from the host as 127.0.0.1
-// or localhost, and by the in-cluster names and the first service IP of the
-// service range hack/cluster.sh configures (10.96.0.0/16).
+// or localhost, from Pods at the node's address and by the in-cluster names
+// and the first service IP of the service range hack/cluster.sh configures
+// (10.96.0.0/16).
 var (
 	servingIPs = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
 	servingDNS = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 )
+
+// node is the real node the certificates are for.
+type node struct {
+	name string
+	ip   net.IP
+}
 
 // clients maps a file name to the identity its certificate carries. The
 // component users are the ones the built-in RBAC roles are bound to.
@@ -46,22 +54,31 @@ var clients = []struct {
 	// kwok plays the kubelet of every fake node and patches nodes, pods,
 	// leases and volumes cluster-wide.
 	{"kwok", "kwok-controller", []string{"system:masters"}},
+	// The real node's parts; the built-in roles of kube-proxy and of the
+	// API server's calls to kubelets are bound to these users, CoreDNS's
+	// role is hack/cluster.sh's.
+	{"kube-proxy", "system:kube-proxy", nil},
+	{"kube-apiserver-kubelet-client", "kube-apiserver-kubelet-client", nil},
+	{"coredns", "system:coredns", nil},
 }
 
 func main() {
 	dir := flag.String("dir", "", "directory to write the certificates and keys into (created)")
+	name := flag.String("node-name", "", "name of the real node (its kubelet's identity)")
+	ip := flag.String("node-ip", "", "address of the real node (its kubelet's and, for Pods, the API server's)")
 	flag.Parse()
-	if *dir == "" {
-		fmt.Fprintln(os.Stderr, "certgen: -dir is required")
+	n := node{name: *name, ip: net.ParseIP(*ip)}
+	if *dir == "" || n.name == "" || n.ip == nil {
+		fmt.Fprintln(os.Stderr, "certgen: -dir, -node-name and -node-ip (an IP address) are required")
 		os.Exit(2)
 	}
-	if err := generate(*dir, time.Now()); err != nil {
+	if err := generate(*dir, n, time.Now()); err != nil {
 		fmt.Fprintln(os.Stderr, "certgen:", err)
 		os.Exit(1)
 	}
 }
 
-func generate(dir string, now time.Time) error {
+func generate(dir string, n node, now time.Time) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -87,9 +104,24 @@ func generate(dir string, now time.Time) error {
 
 	serving := template(now, pkix.Name{CommonName: "kube-apiserver"})
 	serving.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	serving.IPAddresses = servingIPs
+	serving.IPAddresses = append(append([]net.IP{}, servingIPs...), n.ip)
 	serving.DNSNames = servingDNS
 	if err := issue(dir, "apiserver", serving, ca, caKey); err != nil {
+		return err
+	}
+
+	// kubelet: serves the API server (logs, exec) at the node's address
+	// and calls it as the node (the Node authorizer's identity).
+	kubelet := template(now, pkix.Name{CommonName: n.name})
+	kubelet.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	kubelet.IPAddresses = []net.IP{n.ip}
+	kubelet.DNSNames = []string{n.name}
+	if err := issue(dir, "kubelet", kubelet, ca, caKey); err != nil {
+		return err
+	}
+	nodeClient := template(now, pkix.Name{CommonName: "system:node:" + n.name, Organization: []string{"system:nodes"}})
+	nodeClient.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	if err := issue(dir, "node", nodeClient, ca, caKey); err != nil {
 		return err
 	}
 

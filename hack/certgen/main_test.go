@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"os"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 func TestGenerate(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
-	require.NoError(t, generate(dir, now))
+	require.NoError(t, generate(dir, node{name: "real-node", ip: net.ParseIP("10.240.0.1")}, now))
 
 	roots := x509.NewCertPool()
 	ca := readCert(t, filepath.Join(dir, "ca.crt"))
@@ -24,14 +25,15 @@ func TestGenerate(t *testing.T) {
 	roots.AddCert(ca)
 
 	// every certificate matches its key and chains to the CA
-	for _, name := range []string{"apiserver", "admin", "kube-controller-manager", "kube-scheduler", "kwok"} {
+	for _, name := range []string{"apiserver", "admin", "kube-controller-manager", "kube-scheduler", "kwok",
+		"kubelet", "node", "kube-proxy", "kube-apiserver-kubelet-client", "coredns"} {
 		_, err := tls.LoadX509KeyPair(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
 		require.NoError(t, err, name)
 	}
 
 	t.Run("serving certificate is valid for the addresses clients use", func(t *testing.T) {
 		cert := readCert(t, filepath.Join(dir, "apiserver.crt"))
-		for _, host := range []string{"127.0.0.1", "localhost", "10.96.0.1", "kubernetes.default.svc"} {
+		for _, host := range []string{"127.0.0.1", "localhost", "10.96.0.1", "10.240.0.1", "kubernetes.default.svc"} {
 			_, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 			require.NoError(t, err, host)
 		}
@@ -44,6 +46,8 @@ func TestGenerate(t *testing.T) {
 			{"admin", "kubernetes-admin", "system:masters"},
 			{"kube-controller-manager", "system:kube-controller-manager", ""},
 			{"kube-scheduler", "system:kube-scheduler", ""},
+			{"node", "system:node:real-node", "system:nodes"},
+			{"kube-proxy", "system:kube-proxy", ""},
 		} {
 			cert := readCert(t, filepath.Join(dir, tc.file+".crt"))
 			_, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
@@ -57,6 +61,16 @@ func TestGenerate(t *testing.T) {
 			_, err = cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 			require.Error(t, err, "%s must not be usable as a serving certificate", tc.file)
 		}
+	})
+
+	t.Run("the kubelet serves at the node's address and name only", func(t *testing.T) {
+		cert := readCert(t, filepath.Join(dir, "kubelet.crt"))
+		for _, host := range []string{"10.240.0.1", "real-node"} {
+			_, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+			require.NoError(t, err, host)
+		}
+		_, err := cert.Verify(x509.VerifyOptions{DNSName: "127.0.0.1", Roots: roots})
+		require.Error(t, err)
 	})
 
 	t.Run("service-account public key belongs to the signing key", func(t *testing.T) {

@@ -2,6 +2,9 @@
 // a container engine: `make image` writes bin/image/<binary>/, an OCI image
 // layout (push it with `skopeo copy oci:bin/image/manager docker://...`).
 // The Dockerfile builds the same image where a container engine exists.
+// It also writes the local cluster's own images (operator/pkg/localimage:
+// runtimes, registry, init containers) to bin/image/local/<name>/, which
+// `hack/cluster.sh load` pushes to the real node with the module's.
 package main
 
 import (
@@ -14,12 +17,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
@@ -38,6 +43,8 @@ type options struct {
 	caCerts    string
 	created    time.Time
 	binaries   []string
+	// local are the local images to build.
+	local []string
 }
 
 // result is one image written.
@@ -60,11 +67,14 @@ func main() {
 	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "target architecture (GOARCH)")
 	flag.StringVar(&o.caCerts, "ca-certs", ociimage.CACertsPath, "CA bundle of the build machine copied into the images")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: image [flags] [binary ...]\n\nbinaries: %s (default all)\n\n", strings.Join(binaryNames(), ", "))
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: image [flags] [image ...]\n\nbinaries: %s\nlocal images: %s\n(default: the binaries and %s)\n\n",
+			strings.Join(binaryNames(), ", "), strings.Join(localimage.Names(), ", "), strings.Join(localimage.ChartImages(), ", "))
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	o.binaries = flag.Args()
+	if o.binaries, o.local, err = splitNames(flag.Args()); err != nil {
+		fail(err)
+	}
 	if o.created, err = sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH")); err != nil {
 		fail(err)
 	}
@@ -83,6 +93,27 @@ func main() {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "image:", err)
 	os.Exit(1)
+}
+
+// splitNames sorts the names asked for into binaries and local images;
+// none means every binary and the local images that stand in for the
+// chart's (the node builds its own, pause and busybox).
+func splitNames(names []string) (binaries, local []string, err error) {
+	if len(names) == 0 {
+		return binaryNames(), localimage.ChartImages(), nil
+	}
+	for _, n := range names {
+		switch {
+		case slices.Contains(binaryNames(), n):
+			binaries = append(binaries, n)
+		case slices.Contains(localimage.Names(), n):
+			local = append(local, n)
+		default:
+			return nil, nil, fmt.Errorf("no image %q; binaries: %s; local images: %s", n,
+				strings.Join(binaryNames(), ", "), strings.Join(localimage.Names(), ", "))
+		}
+	}
+	return binaries, local, nil
 }
 
 func binaryNames() []string {
@@ -149,13 +180,36 @@ func run(ctx context.Context, o options) ([]result, error) {
 		}
 		results = append(results, r)
 	}
+	b := localimage.Builder{Root: o.root, Assets: filepath.Join(o.root, "bin", "assets"),
+		Cache: filepath.Join(o.root, "bin", "cache"), CACerts: caCerts, Created: o.created}
+	for _, name := range o.local {
+		r, err := buildLocal(ctx, o, b, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		results = append(results, r)
+	}
 	return results, errors.Join(errs...)
 }
 
-func selectBinaries(names []string) ([]module.Identity, error) {
-	if len(names) == 0 {
-		return module.Binaries(), nil
+func buildLocal(ctx context.Context, o options, b localimage.Builder, name string) (result, error) {
+	img, err := b.Build(ctx, name)
+	if err != nil {
+		return result{}, err
 	}
+	r := result{dir: filepath.Join(o.out, "local", name), ref: localimage.LayoutRef(name)}
+	if err := ociimage.WriteLayout(r.dir, img, r.ref); err != nil {
+		return result{}, err
+	}
+	if r.digest, err = img.Digest(); err != nil {
+		return result{}, err
+	}
+	r.size, err = compressedSize(img)
+	return r, err
+}
+
+func selectBinaries(names []string) ([]module.Identity, error) {
 	var ids []module.Identity
 	for _, n := range names {
 		found := false

@@ -65,7 +65,7 @@ func TestImagesOfEveryBinary(t *testing.T) {
 
 	results, err := run(t.Context(), options{
 		root: root, out: out, repository: "example.test/prod", arch: runtime.GOARCH,
-		caCerts: caFile(t), created: time.Unix(0, 0).UTC(),
+		caCerts: caFile(t), created: time.Unix(0, 0).UTC(), binaries: binaryNames(),
 	})
 	require.NoError(t, err)
 	require.Len(t, results, len(module.Binaries()))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kyma-project/serverless-manager/hack/render/manifests"
 )
@@ -15,11 +16,23 @@ import (
 func main() {
 	dir := flag.String("dir", filepath.Join("config", "default"), "kustomization to build")
 	image := flag.String("image", os.Getenv("IMG"), "manager image reference (default: the one in config/manager)")
+	var env envFlag
+	flag.Var(&env, "env", "NAME=VALUE added to the manager's environment (repeatable)")
 	flag.Parse()
-	out, err := manifests.Build(*dir, *image)
+	out, err := manifests.Build(*dir, *image, env...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "render:", err)
 		os.Exit(1)
 	}
 	_, _ = os.Stdout.Write(out)
+}
+
+// envFlag collects repeated -env flags.
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, ",") }
+
+func (e *envFlag) Set(v string) error {
+	*e = append(*e, v)
+	return nil
 }

@@ -24,8 +24,8 @@ func DirLayer(dir, target string, created time.Time) (v1.Layer, error) {
 	return layer(files, created.UTC())
 }
 
-func dirFiles(dir, target string) ([]file, error) {
-	var files []file
+func dirFiles(dir, target string) ([]File, error) {
+	var files []File
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -42,20 +42,20 @@ func dirFiles(dir, target string) ([]file, error) {
 		switch mode := info.Mode(); {
 		case mode.IsDir():
 			if name != "" {
-				files = append(files, file{path: name, mode: fs.ModeDir | mode.Perm()})
+				files = append(files, File{Path: name, Mode: fs.ModeDir | mode.Perm()})
 			}
 		case mode&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			files = append(files, file{path: name, mode: fs.ModeSymlink | 0o777, link: link})
+			files = append(files, File{Path: name, Mode: fs.ModeSymlink | 0o777, Link: link})
 		case mode.IsRegular():
 			data, err := os.ReadFile(p)
 			if err != nil {
 				return err
 			}
-			files = append(files, file{path: name, mode: mode.Perm(), data: data})
+			files = append(files, File{Path: name, Mode: mode.Perm(), Data: data})
 		default:
 			return fmt.Errorf("%s: %s is neither a file, a directory nor a symbolic link", rel, mode.Type())
 		}

@@ -10,15 +10,16 @@ import (
 	"time"
 )
 
-// file is one entry of a layer; data == nil with mode's dir bit makes a
-// directory. Every entry belongs to root unless uid/gid say otherwise.
-type file struct {
-	path     string
-	mode     fs.FileMode
-	data     []byte
-	uid, gid int
-	// link is the target of a symbolic link (mode has fs.ModeSymlink).
-	link string
+// File is one entry of a layer: Path relative to the image's root; Mode's
+// directory bit makes a directory, its symlink bit a symbolic link to Link,
+// otherwise a regular file holding Data. Every entry belongs to root unless
+// UID/GID say otherwise.
+type File struct {
+	Path     string
+	Mode     fs.FileMode
+	Data     []byte
+	UID, GID int
+	Link     string
 }
 
 // passwd and group name root and the non-root user the images run as. The
@@ -37,49 +38,49 @@ func group() []byte {
 // baseFiles are what every image holds besides its binary. /tmp is empty
 // and writable by everyone (sticky, like any /tmp): the mount point for a
 // writable volume when the root filesystem is read-only.
-func baseFiles(caCerts []byte) []file {
-	return []file{
-		{path: "etc", mode: fs.ModeDir | 0o755},
-		{path: "etc/group", mode: 0o644, data: group()},
-		{path: "etc/passwd", mode: 0o644, data: passwd()},
-		{path: "etc/ssl", mode: fs.ModeDir | 0o755},
-		{path: "etc/ssl/certs", mode: fs.ModeDir | 0o755},
-		{path: CACertsPath[1:], mode: 0o644, data: caCerts},
-		{path: "tmp", mode: fs.ModeDir | fs.ModeSticky | 0o777},
+func baseFiles(caCerts []byte) []File {
+	return []File{
+		{Path: "etc", Mode: fs.ModeDir | 0o755},
+		{Path: "etc/group", Mode: 0o644, Data: group()},
+		{Path: "etc/passwd", Mode: 0o644, Data: passwd()},
+		{Path: "etc/ssl", Mode: fs.ModeDir | 0o755},
+		{Path: "etc/ssl/certs", Mode: fs.ModeDir | 0o755},
+		{Path: CACertsPath[1:], Mode: 0o644, Data: caCerts},
+		{Path: "tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
 	}
 }
 
 // writeTar writes files in the given order with fixed timestamps and
 // numeric owners only, so the bytes depend on nothing but the inputs.
-func writeTar(w io.Writer, files []file, modTime time.Time) error {
+func writeTar(w io.Writer, files []File, modTime time.Time) error {
 	tw := tar.NewWriter(w)
 	for _, f := range files {
 		h := &tar.Header{
-			Name:    f.path,
-			Mode:    int64(f.mode.Perm()),
-			Uid:     f.uid,
-			Gid:     f.gid,
+			Name:    f.Path,
+			Mode:    int64(f.Mode.Perm()),
+			Uid:     f.UID,
+			Gid:     f.GID,
 			ModTime: modTime,
 		}
-		if f.mode&fs.ModeSticky != 0 {
+		if f.Mode&fs.ModeSticky != 0 {
 			h.Mode |= 0o1000 // c_ISVTX
 		}
 		switch {
-		case f.mode.IsDir():
+		case f.Mode.IsDir():
 			h.Typeflag = tar.TypeDir
-			h.Name = path.Clean(f.path) + "/"
-		case f.mode&fs.ModeSymlink != 0:
+			h.Name = path.Clean(f.Path) + "/"
+		case f.Mode&fs.ModeSymlink != 0:
 			h.Typeflag = tar.TypeSymlink
-			h.Linkname = f.link
+			h.Linkname = f.Link
 		default:
 			h.Typeflag = tar.TypeReg
-			h.Size = int64(len(f.data))
+			h.Size = int64(len(f.Data))
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			return fmt.Errorf("%s: %w", f.path, err)
+			return fmt.Errorf("%s: %w", f.Path, err)
 		}
-		if _, err := tw.Write(f.data); err != nil {
-			return fmt.Errorf("%s: %w", f.path, err)
+		if _, err := tw.Write(f.Data); err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
 		}
 	}
 	return tw.Close()

@@ -109,7 +109,7 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image of %s: base layer: %w", s.Binary, err)
 	}
-	app, err := layer([]file{{path: s.Binary, mode: 0o755, data: binary}}, created)
+	app, err := layer([]File{{Path: s.Binary, Mode: 0o755, Data: binary}}, created)
 	if err != nil {
 		return nil, fmt.Errorf("image of %s: binary layer: %w", s.Binary, err)
 	}
@@ -159,7 +159,13 @@ func (s Spec) Labels() map[string]string {
 // layerMediaType is the OCI media type of the gzip-compressed layers.
 const layerMediaType = types.OCILayer
 
-func layer(files []file, created time.Time) (v1.Layer, error) {
+// Layer is a gzip-compressed layer of files, in the given order, every
+// timestamp set to created: the same files always give the same digest.
+func Layer(files []File, created time.Time) (v1.Layer, error) {
+	return layer(files, created.UTC())
+}
+
+func layer(files []File, created time.Time) (v1.Layer, error) {
 	var buf bytes.Buffer
 	if err := writeTar(&buf, files, created); err != nil {
 		return nil, err

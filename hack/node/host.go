@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// machinePaths are where the node's parts write whatever their settings:
+// those that did not exist before the node came up go when it goes.
+var machinePaths = []string{
+	"/var/log/containers", "/var/log/pods", "/var/lib/cni", "/var/lib/kubelet", "/var/lib/containerd",
+	"/run/containerd", "/run/runc", "/var/run/netns", "/etc/cni", "/opt/cni", "/opt/containerd", "/etc/kubernetes",
+}
+
+// preflight checks what the node needs of this machine and says how to get
+// what is missing, and records which of machinePaths are not there yet.
+func (n *node) preflight() action {
+	absent := n.path("saved", "absent-paths.json")
+	return action{name: "preflight", up: func(context.Context) error {
+		if err := n.checkMachine(); err != nil {
+			return err
+		}
+		if _, err := os.Stat(absent); err == nil {
+			return nil // a killed run's record: the machine's own state
+		}
+		var paths []string
+		for _, p := range machinePaths {
+			if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+				paths = append(paths, p)
+			}
+		}
+		return writeJSON(absent, paths)
+	}, down: func(context.Context) error {
+		var paths []string
+		if err := readJSON(absent, &paths); errors.Is(err, os.ErrNotExist) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		var errs []error
+		for _, p := range paths {
+			errs = append(errs, os.RemoveAll(p))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		return os.Remove(absent)
+	}}
+}
+
+func (n *node) checkMachine() error {
+	var errs []error
+	if os.Geteuid() != 0 {
+		errs = append(errs, errors.New("the real node needs root (kubelet, containerd, network namespaces)"))
+	}
+	// command -> Debian package (.ci/run installs them)
+	for cmd, pkg := range map[string]string{
+		"containerd": "containerd", "containerd-shim-runc-v2": "containerd", "runc": "runc",
+		"iptables": "iptables", "iptables-save": "iptables", "iptables-restore": "iptables",
+		"ip6tables-save": "iptables", "ip6tables-restore": "iptables", "conntrack": "conntrack", "ip": "iproute2",
+	} {
+		if _, err := exec.LookPath(cmd); err != nil {
+			errs = append(errs, fmt.Errorf("%s is missing (apt-get install %s)", cmd, pkg))
+		}
+	}
+	for _, plugin := range []string{"bridge", "host-local", "loopback", "portmap"} {
+		if _, err := os.Stat(filepath.Join(cniBinDir, plugin)); err != nil {
+			errs = append(errs, fmt.Errorf("CNI plugin %s is missing (apt-get install containernetworking-plugins)", plugin))
+		}
+	}
+	for _, bin := range []string{"kubelet", "kube-proxy", "coredns", "registry"} {
+		if _, err := os.Stat(filepath.Join(n.assets, bin)); err != nil {
+			errs = append(errs, fmt.Errorf("%s is missing in %s (hack/tools.sh builds it)", bin, n.assets))
+		}
+	}
+	for _, c := range cgroupControllers {
+		if _, err := os.Stat(filepath.Join(cgroupFS, c)); err != nil {
+			errs = append(errs, fmt.Errorf("cgroup controller %s is not mounted at %s", c, filepath.Join(cgroupFS, c)))
+		}
+	}
+	if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil {
+		errs = append(errs, errors.New("bridged traffic does not pass iptables (modprobe br_netfilter): Services would not answer Pods on the node"))
+	}
+	return errors.Join(errs...)
+}
+
+// cniBinDir is where Debian's containernetworking-plugins puts them.
+const cniBinDir = "/usr/lib/cni"
+
+// sysctlsTouched are every kernel setting the node's parts change: the
+// bridge's forwarding and filtering, kube-proxy's localhost NodePorts and
+// kubelet's own (it sets panic, overcommit and key limits at start).
+var sysctlsTouched = []string{
+	"net/ipv4/ip_forward",
+	"net/bridge/bridge-nf-call-iptables",
+	"net/bridge/bridge-nf-call-ip6tables",
+	"net/ipv4/conf/all/route_localnet",
+	"kernel/panic",
+	"kernel/panic_on_oops",
+	"vm/overcommit_memory",
+	"vm/panic_on_oom",
+	"kernel/keys/root_maxkeys",
+	"kernel/keys/root_maxbytes",
+	"net/netfilter/nf_conntrack_max",
+	"net/netfilter/nf_conntrack_tcp_timeout_established",
+	"net/netfilter/nf_conntrack_tcp_timeout_close_wait",
+}
+
+// sysctls records the settings before anything changes them (once: a
+// record left by a killed run holds the machine's own values) and puts
+// them back on down; up sets what the node needs before kubelet and
+// kube-proxy would.
+func (n *node) sysctls() action {
+	saved := n.path("saved", "sysctls.json")
+	return action{
+		name: "sysctls",
+		up: func(context.Context) error {
+			if _, err := os.Stat(saved); errors.Is(err, os.ErrNotExist) {
+				values := map[string]string{}
+				for _, key := range sysctlsTouched {
+					if v, err := os.ReadFile(filepath.Join("/proc/sys", key)); err == nil {
+						values[key] = strings.TrimSpace(string(v))
+					}
+				}
+				if err := writeJSON(saved, values); err != nil {
+					return err
+				}
+			}
+			for key, value := range map[string]string{
+				"net/ipv4/ip_forward":                 "1",
+				"net/bridge/bridge-nf-call-iptables":  "1",
+				"net/bridge/bridge-nf-call-ip6tables": "1",
+			} {
+				if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644); err != nil {
+					return fmt.Errorf("sysctl %s: %w", key, err)
+				}
+			}
+			return nil
+		},
+		down: func(context.Context) error {
+			values := map[string]string{}
+			if err := readJSON(saved, &values); errors.Is(err, os.ErrNotExist) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			var errs []error
+			for key, value := range values {
+				if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644); err != nil {
+					errs = append(errs, fmt.Errorf("restoring %s=%s: %w", key, value, err))
+				}
+			}
+			if len(errs) > 0 {
+				return errors.Join(errs...)
+			}
+			return os.Remove(saved)
+		},
+	}
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}

@@ -1,0 +1,79 @@
+// Command node brings up, and tears down, the local cluster's real node:
+// a bridge for Pods, containerd with runc and the CNI plugins, kubelet,
+// kube-proxy, cluster DNS (CoreDNS) and the registry the node pulls the
+// images built here from. hack/cluster.sh calls it beside the control plane
+// it starts; it needs root.
+//
+// Each part is an action with an up and a down (actions.go). down undoes
+// what up did and is safe after an up that never ran or was killed half-way,
+// so `down` always runs every action's down, in reverse order: the machine
+// is left as it was (processes, mounts, network namespaces, the bridge,
+// iptables rules, cgroups, sysctls), also after a killed run.
+//
+// usage:
+//
+//	node network   the bridge, routes, iptables rules and sysctls (before the API server, which listens on the bridge)
+//	node up        the image registry, containerd, kubelet, kube-proxy and CoreDNS; waits until the node is Ready
+//	node down      every action's down, in reverse order
+//	node load      pushes the images of bin/image/ into the node's registry
+//	node manager-env  prints the manager's IMAGE_<KEY>=... that point the chart at the local images
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+)
+
+func main() {
+	var c config
+	fs := flag.NewFlagSet("node", flag.ExitOnError)
+	c.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: node network|up|down|load|manager-env [flags]")
+		fs.PrintDefaults()
+	}
+	if len(os.Args) < 2 {
+		fs.Usage()
+		os.Exit(2)
+	}
+	cmd := os.Args[1]
+	_ = fs.Parse(os.Args[2:])
+	if err := c.complete(); err != nil {
+		fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n := newNode(c)
+	var err error
+	switch cmd {
+	case "network":
+		err = n.up(ctx, n.networkActions())
+	case "up":
+		err = n.up(ctx, n.nodeActions())
+	case "down":
+		err = n.down(context.Background(), n.allActions())
+	case "load":
+		err = n.load(ctx)
+	case "manager-env":
+		for _, kv := range localimage.ManagerEnv(n.registry()) {
+			fmt.Println(kv)
+		}
+	default:
+		fs.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "node:", err)
+	os.Exit(1)
+}

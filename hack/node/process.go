@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// startDaemon runs path detached (own session, no terminal, output appended
+// to the component's log) and records its PID where hack/cluster.sh's
+// status and down look. Its arguments must name a path below the state
+// directory, which is how ours tells a recorded PID from a reused one.
+func (n *node) startDaemon(component, path string, args ...string) error {
+	logFile, err := os.OpenFile(n.logFile(component), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logFile.Close() }()
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", component, err)
+	}
+	pid := cmd.Process.Pid
+	// No Wait: the process outlives us. Whether it is still running is
+	// checkAlive's to tell.
+	_ = cmd.Process.Release()
+	return os.WriteFile(n.pidFile(component), []byte(strconv.Itoa(pid)+"\n"), 0o644)
+}
+
+// ours says pid is alive and runs with the state directory on its command
+// line.
+func (n *node) ours(pid int) bool {
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && bytes.Contains(cmdline, []byte(n.state+"/"))
+}
+
+// daemonPID is the recorded PID of component while that process is ours.
+func (n *node) daemonPID(component string) (int, bool) {
+	data, err := os.ReadFile(n.pidFile(component))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || !n.ours(pid) {
+		return 0, false
+	}
+	return pid, true
+}
+
+// checkAlive fails with the end of its log when component has exited.
+func (n *node) checkAlive(component string) error {
+	if _, ok := n.daemonPID(component); ok {
+		return nil
+	}
+	return fmt.Errorf("%s exited; the end of %s:\n%s", component, n.logFile(component), tail(n.logFile(component), 20))
+}
+
+// stopDaemon sends SIGTERM and, after grace, SIGKILL; it returns once the
+// process is gone (or was never there).
+func (n *node) stopDaemon(component string, grace time.Duration) error {
+	pid, ok := n.daemonPID(component)
+	if !ok {
+		_ = os.Remove(n.pidFile(component))
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for n.ours(pid) && alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return os.Remove(n.pidFile(component))
+}
+
+// alive is false for a process that is gone or a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// the state follows the command name in parentheses
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// waitFor polls check every interval until it returns nil, ctx ends or
+// timeout passes; the error names what and the last failure seen.
+func waitFor(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		var stop stopWaiting
+		if errors.As(err, &stop) {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: gave up after %s; last seen: %w", what, timeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// stopWaiting ends a waitFor at once (e.g. the process being waited on died).
+type stopWaiting struct{ error }
+
+// run runs a command and returns its error with its output.
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// output runs a command and returns its standard output.
+func output(name string, args ...string) ([]byte, error) {
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return out, nil
+}
+
+// tail is the last lines of a file, for error messages.
+func tail(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}

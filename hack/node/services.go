@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+)
+
+// kubeProxy makes Services answer on the node: ClusterIPs for Pods and this
+// machine, NodePorts on the node's address and on localhost, where nodes
+// pull the internal registry's images (localhost:<NodePort>). Settings this
+// machine needs: no negative OOM score (no CAP_SYS_RESOURCE) and conntrack
+// left as it is.
+func (n *node) kubeProxy() action {
+	return action{
+		name: "kube-proxy",
+		up: func(context.Context) error {
+			gw := n.gateway().String()
+			config := `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: ` + n.kubeconfig("kube-proxy") + `
+mode: iptables
+hostnameOverride: ` + n.name + `
+bindAddress: ` + gw + `
+healthzBindAddress: ` + gw + `:10256
+metricsBindAddress: ` + gw + `:10249
+clusterCIDR: ` + n.podCIDR.String() + `
+nodePortAddresses: [127.0.0.1/32, ` + gw + `/32]
+iptables:
+  localhostNodePorts: true
+oomScoreAdj: 0
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`
+			if err := os.WriteFile(n.path("kube-proxy.yaml"), []byte(config), 0o644); err != nil {
+				return err
+			}
+			return n.startDaemon("kube-proxy", filepath.Join(n.assets, "kube-proxy"), "--config="+n.path("kube-proxy.yaml"))
+		},
+		// Its rules go with the iptables action's restore.
+		down: func(context.Context) error { return n.stopDaemon("kube-proxy", 5*time.Second) },
+	}
+}
+
+// coreDNS is the cluster DNS: Services and Pods by name from the API
+// server, everything else through this machine's resolver. It listens on the
+// node's address, kubelet's clusterDNS.
+func (n *node) coreDNS() action {
+	return action{
+		name: "coredns",
+		up: func(ctx context.Context) error {
+			corefile := `.:53 {
+    bind ` + n.gateway().String() + `
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig ` + n.kubeconfig("coredns") + `
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . /etc/resolv.conf
+    cache 30
+}
+`
+			if err := os.WriteFile(n.path("Corefile"), []byte(corefile), 0o644); err != nil {
+				return err
+			}
+			if err := n.startDaemon("coredns", filepath.Join(n.assets, "coredns"), "-conf", n.path("Corefile")); err != nil {
+				return err
+			}
+			resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, net.JoinHostPort(n.gateway().String(), "53"))
+			}}
+			return waitFor(ctx, 30*time.Second, "CoreDNS to resolve kubernetes.default.svc.cluster.local", func() error {
+				if err := n.checkAlive("coredns"); err != nil {
+					return stopWaiting{err}
+				}
+				ctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				addrs, err := resolver.LookupHost(ctx, "kubernetes.default.svc.cluster.local")
+				if err != nil {
+					return err
+				}
+				if len(addrs) == 0 {
+					return errors.New("no address")
+				}
+				return nil
+			})
+		},
+		down: func(context.Context) error { return n.stopDaemon("coredns", 5*time.Second) },
+	}
+}
+
+// imageRegistry runs the registry the node pulls every image from
+// (distribution, as the chart's internal registry), on the node's address:
+// Pods reach it too, which build steps do to read the runtime images. It
+// starts with the images the node needs for itself (localimage.NodeImages).
+func (n *node) imageRegistry() action {
+	return action{
+		name: "image registry",
+		up: func(ctx context.Context) error {
+			config := `version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: ` + n.path("registry") + `
+  delete:
+    enabled: true
+http:
+  addr: ` + n.registry() + `
+`
+			if err := os.MkdirAll(n.dir(), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(n.path("registry.yaml"), []byte(config), 0o644); err != nil {
+				return err
+			}
+			if err := n.startDaemon("image-registry", filepath.Join(n.assets, "registry"), "serve", n.path("registry.yaml")); err != nil {
+				return err
+			}
+			if err := waitFor(ctx, 30*time.Second, "the image registry at "+n.registry(), func() error {
+				if err := n.checkAlive("image-registry"); err != nil {
+					return stopWaiting{err}
+				}
+				conn, err := net.DialTimeout("tcp", n.registry(), time.Second)
+				if err != nil {
+					return err
+				}
+				return conn.Close()
+			}); err != nil {
+				return err
+			}
+			if err := n.pushNodeImages(ctx); err != nil {
+				return fmt.Errorf("the node's own images: %w", err)
+			}
+			return nil
+		},
+		down: func(context.Context) error { return n.stopDaemon("image-registry", 5*time.Second) },
+	}
+}
+
+// recyclerTemplate writes the Pod kube-controller-manager scrubs a released
+// hostPath volume with (its Recycle reclaim policy), from busybox: the
+// local cluster's volume pool is reused without one claim seeing another's
+// files. The Pod runs on the real node, where the volumes are.
+func (n *node) recyclerTemplate() action {
+	return action{name: "volume recycler", up: func(context.Context) error {
+		pod := `apiVersion: v1
+kind: Pod
+metadata:
+  generateName: pv-recycler-
+  namespace: default
+spec:
+  restartPolicy: Never
+  activeDeadlineSeconds: 60
+  volumes:
+  - name: vol
+  containers:
+  - name: pv-recycler
+    image: ` + localimage.Ref(n.registry(), localimage.Busybox) + `
+    command: ["/bin/sh", "-c", "test -e /scrub && find /scrub -mindepth 1 -delete && test -z \"$(ls -A /scrub)\" || exit 1"]
+    volumeMounts:
+    - name: vol
+      mountPath: /scrub
+`
+		if err := os.MkdirAll(n.dir(), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(n.path("recycler-pod.yaml"), []byte(pod), 0o644)
+	}}
+}
