@@ -35,7 +35,7 @@ test: tools test-unit image test-e2e ## all three layers: unit, envtest integrat
 test-unit: ## unit and envtest integration tests
 	go test $(GO_TEST_FLAGS) ./...
 
-test-e2e: build ## end-to-end tests on a local control plane they start themselves
+test-e2e: build image ## end-to-end tests on the local cluster they start themselves (its real node runs the images of make image)
 	go test $(GO_TEST_FLAGS) -tags e2e -timeout 40m -v ./tests/...
 
 run: ## local cluster + manager + default CR until Ready, then the Function controller as its Deployment configures it; Ctrl-C stops both

@@ -17,6 +17,7 @@
 #   hack/cluster.sh restart kube-apiserver  kill -9 the API server and start it (and the controller manager) again
 #   hack/cluster.sh load                push the images `make image` wrote (bin/image) to the real node
 #   hack/cluster.sh manager-env         the manager's IMAGE_<KEY>=... that point the chart at the local images
+#   hack/cluster.sh insecure-registry HOST:PORT  let the real node pull from that registry over plain HTTP
 #   hack/cluster.sh setting NAME        a setting of the running cluster (e.g. NODE_REGISTRY, APISERVER_PORT)
 #
 # Test binaries call `up --user PID` and `release PID`: a cluster that tests
@@ -84,10 +85,10 @@ warn_config_differs() {
 
 k() { "$ASSETS/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "$@"; }
 
-# node ARGS... : hack/node with this cluster's settings (9>&- : its daemons
-# must not inherit the lock).
+# real_node COMMAND [ARG] : hack/node with this cluster's settings (9>&- :
+# its daemons must not inherit the lock).
 real_node() {
-  (cd "$ROOT" && go run ./hack/node "$1" -state "$STATE" -assets "$ASSETS" -images "$ROOT/bin/image" \
+  (cd "$ROOT" && go run ./hack/node "$@" -state "$STATE" -assets "$ASSETS" -images "$ROOT/bin/image" \
     -name "$NODE_NAME" -pod-cidr "$NODE_POD_CIDR" -registry-port "${NODE_REGISTRY##*:}" -apiserver-port "$APISERVER_PORT") 9>&-
 }
 
@@ -604,6 +605,7 @@ case ${1:-} in
   restart) shift; cmd_restart "$@" ;;
   load) cmd_load ;;
   manager-env) load_config; real_node manager-env ;;
+  insecure-registry) load_config; real_node insecure-registry "${2:?usage: insecure-registry HOST:PORT}" ;;
   setting) load_config; v=${2:?usage: setting NAME}; echo "${!v:?no setting $v}" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -137,13 +137,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	}
 	// plain HTTP to the node's registry, under its own address and as the
 	// mirror of the published one
-	hosts := `server = "http://` + n.registry() + `"
-
-[host."http://` + n.registry() + `"]
-  capabilities = ["pull", "resolve"]
-`
-	files[filepath.Join("certs.d", n.registry(), "hosts.toml")] = hosts
-	files[filepath.Join("certs.d", localimage.PublishedRegistry, "hosts.toml")] = hosts
+	files[hostsFile(n.registry())] = plainHTTP(n.registry())
+	files[hostsFile(localimage.PublishedRegistry)] = plainHTTP(n.registry())
 	for name, content := range files {
 		path := n.path(name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -154,6 +149,32 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		}
 	}
 	return nil
+}
+
+// hostsFile is where containerd reads how to reach the registry host
+// (re-read at every pull: no restart).
+func hostsFile(host string) string { return filepath.Join("certs.d", host, "hosts.toml") }
+
+// plainHTTP is a hosts.toml that pulls from server over plain HTTP.
+func plainHTTP(server string) string {
+	return `server = "http://` + server + `"
+
+[host."http://` + server + `"]
+  capabilities = ["pull", "resolve"]
+`
+}
+
+// trustRegistry lets the node pull from the registry at addr over plain
+// HTTP, as a node is configured for an external registry without TLS.
+func (n *node) trustRegistry(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("registry address %q is not host:port: %w", addr, err)
+	}
+	path := n.path(hostsFile(addr))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(plainHTTP(addr)), 0o644)
 }
 
 // killProcesses sends SIGKILL to every process whose command line matches

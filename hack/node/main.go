@@ -17,6 +17,7 @@
 //	node down      every action's down, in reverse order
 //	node load      pushes the images of bin/image/ into the node's registry
 //	node manager-env  prints the manager's IMAGE_<KEY>=... that point the chart at the local images
+//	node insecure-registry HOST:PORT  lets the node pull from that registry over plain HTTP
 package main
 
 import (
@@ -35,15 +36,19 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node network|up|down|load|manager-env [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node network|up|down|load|manager-env|insecure-registry HOST:PORT [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {
 		fs.Usage()
 		os.Exit(2)
 	}
-	cmd := os.Args[1]
-	_ = fs.Parse(os.Args[2:])
+	cmd, args := os.Args[1], os.Args[2:]
+	var addr string
+	if cmd == "insecure-registry" && len(args) > 0 {
+		addr, args = args[0], args[1:]
+	}
+	_ = fs.Parse(args)
 	if err := c.complete(); err != nil {
 		fail(err)
 	}
@@ -60,6 +65,8 @@ func main() {
 		err = n.down(context.Background(), n.allActions())
 	case "load":
 		err = n.load(ctx)
+	case "insecure-registry":
+		err = n.trustRegistry(addr)
 	case "manager-env":
 		for _, kv := range localimage.ManagerEnv(n.registry()) {
 			fmt.Println(kv)

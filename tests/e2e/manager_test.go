@@ -63,9 +63,14 @@ type env struct {
 // then whatever the test left is removed by force (framework.ResetModule),
 // so that a failed test is reported once and the next one starts from a
 // cluster without the module.
+//
+// The module's Pods go to the simulated nodes: most tests are about what
+// the manager does with objects. Tests of what the module's Pods do move
+// them to the real node first (env.placeModule).
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	cluster := framework.ClusterFor(t)
+	require.NoError(t, cluster.PlacePods(t.Context(), ns, framework.Simulated))
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, v1alpha1.AddToScheme(s))
@@ -107,6 +112,13 @@ func startManager(t *testing.T) *env {
 	require.NoError(t, e.cluster.InstallManagerPrerequisites(t.Context()))
 	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	return e
+}
+
+// placeModule sends the Pods the manager installs in the module namespace
+// (the Function controller, the registry) to p; before the install.
+func (e *env) placeModule(p framework.Placement) {
+	e.t.Helper()
+	require.NoError(e.t, e.cluster.PlacePods(e.t.Context(), ns, p), "module Pods on %s", p)
 }
 
 // runManager starts one more bin/manager (see framework.Cluster.StartManager)

@@ -99,18 +99,25 @@ func ClusterFor(t testing.TB) *Cluster {
 	return c
 }
 
-// RunMain is the body of a TestMain: it brings the cluster up, runs the
-// tests, saves the cluster logs under tests/.artifacts/ when a test failed,
-// releases the cluster and returns the exit code for os.Exit.
+// RunMain is the body of a TestMain: it brings the cluster up, loads the
+// images of `make image` into its real node, runs the tests, saves the
+// cluster logs under tests/.artifacts/ when a test failed, releases the
+// cluster and returns the exit code for os.Exit.
 func RunMain(m *testing.M) int {
 	// The tests' clients have nothing to log; without a logger
 	// controller-runtime prints a warning with a stack trace instead.
 	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // cold tool builds are slow
 	c, err := EnsureCluster(ctx)
+	if err == nil {
+		err = c.LoadImages(ctx)
+	}
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: cannot bring up the local cluster:", err)
+		if c != nil {
+			_ = c.Release()
+		}
 		return 1
 	}
 	code := m.Run()

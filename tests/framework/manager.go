@@ -77,9 +77,11 @@ func (c *Cluster) StartBinary(ctx context.Context, id module.Identity, name stri
 }
 
 // StartManager runs bin/manager as the manager's ServiceAccount (so its RBAC
-// from config/rbac is what it gets), serving ManagerNamespace. extraArgs and
-// env are added to the defaults.
+// from config/rbac is what it gets), serving ManagerNamespace, with the
+// chart's images that cannot be pulled here pointed at the local ones
+// (LocalImageEnv). extraArgs and env are added to the defaults.
 func (c *Cluster) StartManager(ctx context.Context, name string, env []string, extraArgs ...string) (*Process, error) {
+	env = append(c.LocalImageEnv(), env...)
 	args := append([]string{
 		"--namespace=" + ManagerNamespace,
 		"--metrics-bind-address=0",
