@@ -87,6 +87,9 @@ podLogsDir: ` + n.path("pod-logs") + `
 staticPodPath: ""
 failSwapOn: false
 serializeImagePulls: false
+# ConfigMap and Secret volumes follow their objects at every sync (default
+# a minute): a changed log level reaches a running Pod in seconds
+syncFrequency: 10s
 # a developer's disk is not a node's: evict only when it is really full
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
 imageGCHighThresholdPercent: 99

@@ -3,12 +3,10 @@
 package e2e
 
 // End-to-end tests of the Function controller: the manager installs the
-// module, and bin/function-controller runs here as the chart's Deployment
-// configures it (env, log configuration volume, its own ServiceAccount; see
-// framework.RunLikeDeployment), because the local cluster only simulates
-// Pods. Build Jobs and Function Pods run on kwok's simulated nodes: a build
-// Pod succeeds, or fails when its Function is labelled buildFailLabel
-// (hack/cluster/stages.yaml).
+// module with its Pods on the real node, so the Function controller runs as
+// the chart's Deployment, build Jobs build for real (npm against the npm
+// registry, images pushed to the internal registry) and Function Pods pull
+// and run what they built.
 
 import (
 	"context"
@@ -43,29 +41,29 @@ import (
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
-// buildFailLabel on a Function makes kwok fail its build Pods.
-const buildFailLabel = "local.serverless.kyma-project.io/build"
-
-// fnEnv is the module installed by the manager plus the Function controller
-// running as its Deployment would.
+// fnEnv is the module installed by the manager, its Pods on the real node.
 type fnEnv struct {
 	*env
-	fc   *framework.PodProcess
 	fcs  client.Client // knows Functions
 	jobs *jobLog
 }
 
+// controllerLabels select the Function controller's Pods (the chart's
+// Deployment selector).
+var controllerLabels = map[string]string{"app.kubernetes.io/name": "serverless", "app": "serverless"}
+
 func startFunctionController(t *testing.T) *fnEnv {
 	t.Helper()
 	e := startManager(t)
+	e.placeModule(framework.RealNode)
 	e.applySample("default-serverless-cr.yaml")
 	e.waitState("default", v1alpha1.StateReady)
-	return runFunctionController(t, e)
+	return newFnEnv(t, e)
 }
 
-// runFunctionController runs the Function controller of the installed
-// module, with extraEnv added to its Deployment's.
-func runFunctionController(t *testing.T, e *env, extraEnv ...string) *fnEnv {
+// newFnEnv is the Function clients of an installed module whose controller
+// runs (the manager's Ready says its Pod passed its readiness probe).
+func newFnEnv(t *testing.T, e *env) *fnEnv {
 	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
@@ -76,34 +74,37 @@ func runFunctionController(t *testing.T, e *env, extraEnv ...string) *fnEnv {
 	require.NoError(t, err)
 	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
 	require.NoError(t, err)
-
-	fc, err := e.cluster.StartFunctionController(t.Context(), "function-controller-"+t.Name(), extraEnv...)
-	require.NoError(t, err)
-	f := &fnEnv{env: e, fc: fc, fcs: fcs, jobs: watchJobs(t, wc)}
-	// Registered after startManager's cleanup, so it runs first: the
-	// controller stops before the uninstall removes its ServiceAccount.
-	t.Cleanup(func() {
-		if err := fc.Stop(); err != nil {
-			t.Errorf("stopping the Function controller: %v", err)
-		}
-	})
-	f.waitControllerReady()
+	f := &fnEnv{env: e, fcs: fcs, jobs: watchJobs(t, wc)}
+	f.controllerPod()
 	return f
 }
 
-// waitControllerReady waits for the controller's readiness endpoint, on
-// the loopback port that replaced the container's health port.
-func (f *fnEnv) waitControllerReady() {
+// controllerPod waits for the one Ready Pod of the Function controller.
+func (f *fnEnv) controllerPod() *corev1.Pod {
 	f.t.Helper()
-	addr := f.fc.Plan.Addresses["health"]
-	require.NotEmpty(f.t, addr, "the Deployment's health port has a local address")
-	framework.WaitFor(f.t, time.Minute, "the Function controller to be ready", func(ctx context.Context) (bool, string, error) {
-		if exited, err := f.fc.Exited(); exited {
-			return false, "", framework.StopWaiting(fmt.Errorf("the Function controller exited: %v", err))
+	var pod *corev1.Pod
+	framework.WaitFor(f.t, 2*time.Minute, "one Ready Pod of the Function controller", func(ctx context.Context) (bool, string, error) {
+		p, err := f.cluster.ReadyPod(ctx, ns, controllerLabels)
+		if err != nil {
+			return false, err.Error(), nil
 		}
-		out, err := exec.CommandContext(ctx, "curl", "-fsS", "http://"+addr+"/readyz").CombinedOutput()
-		return err == nil, string(out), nil
-	}, framework.DumpLog(f.fc.Process, 40))
+		pod = p
+		return true, "", nil
+	}, framework.DumpPods(f.c, ns), framework.DumpEvents(f.c, ns))
+	return pod
+}
+
+// controllerLog is the log of the controller's current Pod.
+func (f *fnEnv) controllerLog(ctx context.Context) (string, error) {
+	p, err := f.cluster.ReadyPod(ctx, ns, controllerLabels)
+	if err != nil {
+		return "", err
+	}
+	return f.cluster.PodLog(ctx, ns, p.Name, "")
+}
+
+func (f *fnEnv) dumpController() func() string {
+	return f.cluster.DumpPodLogs(ns, controllerLabels, 40)
 }
 
 func (f *fnEnv) dumpsFor(ns, name string) []func() string {
@@ -111,7 +112,8 @@ func (f *fnEnv) dumpsFor(ns, name string) []func() string {
 		framework.DumpObject(f.fcs, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}),
 		framework.DumpEvents(f.c, ns),
 		framework.DumpPods(f.c, ns),
-		framework.DumpLog(f.fc.Process, 60),
+		f.cluster.DumpPodLogs(ns, map[string]string{v1alpha2.LabelFunctionName: name}, 20),
+		f.dumpController(),
 	}
 }
 
@@ -160,9 +162,6 @@ func (f *fnEnv) waitFunction(ns, name, what string, timeout time.Duration, ok fu
 	f.t.Helper()
 	fn := &v1alpha2.Function{}
 	framework.WaitFor(f.t, timeout, fmt.Sprintf("Function %s/%s %s", ns, name, what), func(ctx context.Context) (bool, string, error) {
-		if exited, err := f.fc.Exited(); exited {
-			return false, "", framework.StopWaiting(fmt.Errorf("the Function controller exited: %v", err))
-		}
 		if err := f.fcs.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, fn); err != nil {
 			return false, "", err
 		}
@@ -173,7 +172,7 @@ func (f *fnEnv) waitFunction(ns, name, what string, timeout time.Duration, ok fu
 
 func (f *fnEnv) waitRunning(ns, name string) *v1alpha2.Function {
 	f.t.Helper()
-	return f.waitFunction(ns, name, "to be Running", 2*time.Minute, isRunning)
+	return f.waitFunction(ns, name, "to be Running", 3*time.Minute, isRunning)
 }
 
 // editFunction changes a Function with retries on conflicts (the controller writes its status).
@@ -263,7 +262,13 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 	fnNS := f.cluster.Namespace(t, "functions")
 
 	t.Run("the log level reaches the running controller through its ConfigMap volume", func(t *testing.T) {
-		pid := f.fc.PID()
+		pod := f.controllerPod()
+		logHas := func(s string) func(context.Context) (bool, string, error) {
+			return func(ctx context.Context) (bool, string, error) {
+				log, err := f.controllerLog(ctx)
+				return strings.Contains(log, s), "", err
+			}
+		}
 		// From info (the default; a CR left by `make run` may say debug) to debug.
 		started := f.get("default").Status.LogLevel
 		f.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "info" })
@@ -271,15 +276,17 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 		if started != "" && started != "info" {
 			// The controller has to be at info before the switch to debug is
 			// written, or it might read debug twice and see no change.
-			framework.WaitFor(t, 30*time.Second, "the controller to switch to info", func(context.Context) (bool, string, error) {
-				return f.fc.LogHas(`"log level changed","level":"info"`), "started at " + started, nil
-			}, framework.DumpLog(f.fc.Process, 20))
+			framework.WaitFor(t, time.Minute, "the controller to switch to info (started at "+started+")",
+				logHas(`"log level changed","level":"info"`), f.dumpController())
 		}
 		f.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogLevel = "debug" })
-		framework.WaitFor(t, 30*time.Second, "the controller to switch to debug", func(context.Context) (bool, string, error) {
-			return f.fc.LogHas(`"log level changed","level":"debug"`), "", nil
-		}, framework.DumpLog(f.fc.Process, 20))
-		assert.Equal(t, pid, f.fc.PID(), "no restart")
+		// kubelet refreshes ConfigMap volumes on its sync (hack/node: 10 s)
+		framework.WaitFor(t, time.Minute, "the controller to switch to debug", logHas(`"log level changed","level":"debug"`), f.dumpController())
+		after := f.controllerPod()
+		assert.Equal(t, pod.UID, after.UID, "the same Pod")
+		for _, cs := range after.Status.ContainerStatuses {
+			assert.Zero(t, cs.RestartCount, "container %s restarted", cs.Name)
+		}
 	})
 
 	names := map[v1alpha2.Runtime]string{}
@@ -305,8 +312,11 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 			assert.Equal(t, names[rt], services[0].Name)
 			assert.Len(t, configMaps, 1, "one source ConfigMap")
 			assert.Equal(t, 1, f.jobs.count(fnNS, names[rt]), "Jobs ever created for %s", names[rt])
+			f.cluster.WaitForAnswer(t, time.Minute, fnNS, names[rt], "/", func(body string) bool {
+				return body == "hello from "+string(rt)
+			}, f.dumpsFor(fnNS, names[rt])...)
 		}
-		t.Logf("three Functions Running %s after their creation", time.Since(start).Round(time.Millisecond))
+		t.Logf("%d Functions Running and answering %s after their creation", len(names), time.Since(start).Round(time.Millisecond))
 		present, missing, err := f.copiesIn(ctx, fnNS, base)
 		require.NoError(t, err)
 		assert.Empty(t, missing, "the namespace's prerequisites (present: %v)", present)
@@ -330,6 +340,9 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 		assert.Equal(t, deployment.UID, updated.UID, "the same Deployment is updated")
 		assert.Equal(t, after.Status.BuiltImage, updated.Spec.Template.Spec.Containers[0].Image)
 		f.requireJobsStay(fnNS, name, jobs+1, "exactly one new build")
+		f.cluster.WaitForAnswer(t, time.Minute, fnNS, name, "/", func(body string) bool {
+			return strings.HasPrefix(body, "good morning")
+		}, f.dumpsFor(fnNS, name)...)
 	})
 
 	t.Run("an env change rolls the Deployment without a build", func(t *testing.T) {
@@ -360,7 +373,8 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 	t.Run("a failed build shows BuildReady=False and recovers when fixed", func(t *testing.T) {
 		name := "will-fail"
 		fn := inline(fnNS, name, v1alpha2.RuntimePython312, "this build fails first")
-		fn.Labels = map[string]string{buildFailLabel: "fail"}
+		// pip refuses it before it would look for a package index
+		fn.Spec.Source.Inline.Dependencies = "this is not a requirement!\n"
 		require.NoError(t, f.fcs.Create(ctx, fn))
 		failed := f.waitFunction(fnNS, name, "to report the failed build", time.Minute, func(fn *v1alpha2.Function) bool {
 			c := condition(fn, v1alpha2.ConditionBuildReady)
@@ -368,15 +382,18 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 		})
 		c := condition(failed, v1alpha2.ConditionBuildReady)
 		assert.Equal(t, v1alpha2.ReasonJobFailed, c.Reason)
-		assert.Contains(t, c.Message, "BackoffLimitExceeded", "the Job's failure reason is in the message")
+		assert.Contains(t, c.Message, "Invalid requirement", "pip's error is in the message")
 		t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)
 		// Other Functions are unaffected.
 		assert.True(t, isRunning(f.waitRunning(fnNS, names[v1alpha2.RuntimePython312])))
 
-		f.editFunction(fnNS, name, func(fn *v1alpha2.Function) { delete(fn.Labels, buildFailLabel) })
+		f.editFunction(fnNS, name, func(fn *v1alpha2.Function) { fn.Spec.Source.Inline.Dependencies = "" })
 		// The retry follows the failure backoff (APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION, 30 s in the chart).
 		recovered := f.waitFunction(fnNS, name, "to recover after the fix", 3*time.Minute, isRunning)
 		assert.NotEmpty(t, recovered.Status.BuiltImage)
+		f.cluster.WaitForAnswer(t, time.Minute, fnNS, name, "/", func(body string) bool {
+			return body == "this build fails first"
+		}, f.dumpsFor(fnNS, name)...)
 	})
 
 	t.Run("kubectl scale function changes the replicas", func(t *testing.T) {
@@ -418,12 +435,13 @@ func TestFunctionsBuildRunAndGo(t *testing.T) {
 		framework.WaitFor(t, time.Minute, "the copies in "+fnNS+" to be removed", func(ctx context.Context) (bool, string, error) {
 			present, _, err := f.copiesIn(ctx, fnNS, base)
 			return len(present) == 0, fmt.Sprintf("still there: %v", present), err
-		}, framework.DumpLog(f.fc.Process, 40))
+		}, f.dumpController())
 	})
 }
 
-// Builds interrupted by kill -9 of the controller converge to exactly one
-// Job per build and one Deployment per Function.
+// Builds interrupted by the controller's Pod being killed (deleted without
+// grace) converge to exactly one Job per build and one Deployment per
+// Function.
 func TestFunctionControllerKilledDuringBuilds(t *testing.T) {
 	f := startFunctionController(t)
 	ctx := t.Context()
@@ -442,13 +460,13 @@ func TestFunctionControllerKilledDuringBuilds(t *testing.T) {
 			n += f.jobs.watched(fnNS, name)
 		}
 		return n > 0, "", nil
-	}, framework.DumpLog(f.fc.Process, 40))
+	}, f.dumpController())
 	for i := range 5 {
 		if i > 0 {
 			time.Sleep(time.Duration(100+rand.IntN(900)) * time.Millisecond)
 		}
-		require.NoError(t, f.fc.Kill9(), "kill -9 #%d", i+1)
-		require.NoError(t, f.fc.Restart(), "restart #%d", i+1)
+		pod := f.controllerPod()
+		require.NoError(t, f.c.Delete(ctx, pod, client.GracePeriodSeconds(0)), "kill #%d", i+1)
 	}
 	for _, name := range names {
 		f.waitRunning(fnNS, name)
@@ -481,9 +499,7 @@ func TestUninstallWaitsForRunningFunctions(t *testing.T) {
 	require.NoError(t, f.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, &appsv1.Deployment{}), "the controller is still installed")
 	f.waitRunning(fnNS, "keeper")
 
-	// The controller goes first (the uninstall removes its ServiceAccount),
-	// then the Function, and the uninstall finishes by itself.
-	require.NoError(t, f.fc.Stop())
+	// Without the Function the uninstall finishes by itself.
 	require.NoError(t, f.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: "keeper"}}))
 	framework.WaitFor(t, 2*time.Minute, "the Serverless CR to be gone", func(ctx context.Context) (bool, string, error) {
 		err := f.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, &v1alpha1.Serverless{})
@@ -498,7 +514,7 @@ func (f *fnEnv) waitNoChildren(ns, name string) {
 		jobs, deployments, services, configMaps, err := f.children(ctx, ns, name)
 		n := len(jobs) + len(deployments) + len(services) + len(configMaps)
 		return n == 0, fmt.Sprintf("%d Jobs, %d Deployments, %d Services, %d ConfigMaps", len(jobs), len(deployments), len(services), len(configMaps)), err
-	}, framework.DumpLog(f.fc.Process, 40))
+	}, f.dumpController())
 }
 
 // requireJobsStay checks that the Function has had exactly want Jobs, now
