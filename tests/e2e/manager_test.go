@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/hack/render/manifests"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
@@ -112,6 +114,40 @@ func startManager(t *testing.T) *env {
 	require.NoError(t, e.cluster.InstallManagerPrerequisites(t.Context()))
 	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	return e
+}
+
+// startManagerInCluster installs the manager as Kyma does (the rendered
+// manifest, `make render`, with the chart's image keys pointed at the local
+// images) with the module namespace on the real node: the manager runs as
+// its Deployment's Pod there, from its image. It returns once that Pod is
+// Ready. At the end a passing test's module is uninstalled by that manager,
+// then the manifest is deleted.
+func startManagerInCluster(t *testing.T) (*env, []*unstructured.Unstructured) {
+	t.Helper()
+	e := newEnv(t)
+	e.placeModule(framework.RealNode)
+	out, err := manifests.Build(filepath.Join(e.cluster.Root(), "config", "default"), "", e.cluster.LocalImageEnv()...)
+	require.NoError(t, err)
+	objs, err := manifest.Decode(out)
+	require.NoError(t, err)
+	require.NoError(t, e.cluster.Apply(t.Context(), ns, objs...))
+	// Registered after newEnv's cleanup, so it runs first: the manager
+	// uninstalls while it still runs, then goes with its manifest.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			e.uninstallAll()
+		}
+		e.deleteManifest(objs, serverlessCRD)
+	})
+	framework.WaitFor(t, 3*time.Minute, "the manager's Pod to be Ready", func(ctx context.Context) (bool, string, error) {
+		p, err := e.cluster.ReadyPod(ctx, ns, map[string]string{"app.kubernetes.io/name": "serverless-manager"})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return true, p.Name, nil
+	}, framework.DumpPods(e.c, ns), framework.DumpEvents(e.c, ns),
+		e.cluster.DumpPodLogs(ns, map[string]string{"app.kubernetes.io/name": "serverless-manager"}, 30))
+	return e, objs
 }
 
 // placeModule sends the Pods the manager installs in the module namespace

@@ -261,3 +261,22 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// ServiceAddress is host:port of Service ns/name's port at its ClusterIP,
+// which this machine reaches through kube-proxy as a node does: how a test
+// talks to what runs in the cluster (a registry, an agent) by Service.
+func (c *Cluster) ServiceAddress(ctx context.Context, ns, name string, port int32) (string, error) {
+	svc := &corev1.Service{}
+	if err := c.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc); err != nil {
+		return "", err
+	}
+	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return "", fmt.Errorf("Service %s/%s has no cluster IP", ns, name)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Port == port {
+			return net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(port)), nil
+		}
+	}
+	return "", fmt.Errorf("Service %s/%s has no port %d", ns, name, port)
+}
