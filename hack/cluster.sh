@@ -266,7 +266,7 @@ kwok_stage_configs() {
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
   [ -d "$dir/kustomize/stage" ] || die "kwok module not found (go mod download sigs.k8s.io/kwok in hack/tools/kwok)"
   local s=$dir/kustomize/stage
-  echo "$s/node/fast/node-initialize.yaml,$s/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml,$s/pod/fast/pod-ready.yaml,$s/pod/fast/pod-complete.yaml,$s/pod/fast/pod-delete.yaml,$ROOT/hack/cluster/stages.yaml"
+  echo "$s/node/fast/node-initialize.yaml,$s/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml,$s/pod/fast/pod-ready.yaml,$s/pod/fast/pod-complete.yaml,$s/pod/fast/pod-delete.yaml"
 }
 
 # Nodes managed by kwok (selected by the kwok.x-k8s.io/node annotation), the

@@ -3,14 +3,18 @@
 package e2e
 
 // Tests of the local cluster itself: what the manager's e2e tests and
-// benchmarks rely on (schedulable nodes, workloads that become ready, volumes
-// that bind, ServiceAccount credentials with RBAC, the audit log).
+// benchmarks rely on (schedulable simulated nodes and the real node,
+// workloads that become ready on both, volumes that bind and come back
+// scrubbed, ServiceAccount credentials with RBAC, the audit log).
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
@@ -52,10 +57,42 @@ func TestNodesAreReadyAndSchedulable(t *testing.T) {
 	}
 }
 
+func TestRealNodeIsReady(t *testing.T) {
+	t.Parallel()
+	c := framework.ClusterFor(t)
+	var n corev1.Node
+	require.NoError(t, c.Client().Get(t.Context(), client.ObjectKey{Name: c.Setting("NODE_NAME")}, &n))
+	require.Equal(t, corev1.ConditionTrue, nodeCondition(n, corev1.NodeReady), "node %s Ready", n.Name)
+	require.Equal(t, "real", n.Labels["type"], "the label a namespace's node selector names")
+	require.Empty(t, n.Spec.Taints, "node %s must take pods without tolerations", n.Name)
+	require.Contains(t, n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://")
+}
+
+// A Deployment becomes available where its namespace puts it: on the
+// simulated nodes with an image nobody pulls, on the real node with a
+// local image whose container really runs.
 func TestDeploymentBecomesAvailable(t *testing.T) {
 	t.Parallel()
 	c := framework.ClusterFor(t)
-	ns := c.Namespace(t, "e2e-deploy")
+	for _, tc := range []struct {
+		where   framework.Placement
+		image   string
+		command []string
+		node    string
+	}{
+		{framework.Simulated, "nginx:1.27", nil, "kwok-node-"},
+		{framework.RealNode, localimage.Ref(c.NodeRegistry(), localimage.Busybox), []string{"sleep", "3600"}, c.Setting("NODE_NAME")},
+	} {
+		t.Run(tc.where.String(), func(t *testing.T) {
+			t.Parallel()
+			ns := c.Namespace(t, "e2e-deploy")
+			require.NoError(t, c.PlacePods(t.Context(), ns, tc.where))
+			deployAndWait(t, c, ns, tc.image, tc.command, tc.node)
+		})
+	}
+}
+
+func deployAndWait(t *testing.T, c *framework.Cluster, ns, image string, command []string, node string) {
 	labels := map[string]string{"app": "web"}
 	deploy := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
@@ -65,9 +102,9 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: "nginx:1.27",
+					Name: "web", Image: image, Command: command,
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
+						corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
 					}},
 				}}},
 			},
@@ -93,7 +130,7 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	require.Len(t, pods.Items, 3)
 	for _, p := range pods.Items {
 		require.Equal(t, corev1.PodRunning, p.Status.Phase, p.Name)
-		require.NotEmpty(t, p.Spec.NodeName, "%s scheduled", p.Name)
+		require.True(t, strings.HasPrefix(p.Spec.NodeName, node), "%s runs on %s, not %s", p.Name, p.Spec.NodeName, node)
 		require.NotEmpty(t, p.Status.PodIP, "%s has an IP", p.Name)
 	}
 
@@ -103,6 +140,7 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	require.NotContains(t, dump, "managedFields", "dumps leave out managedFields")
 }
 
+// A Job's Pods run to completion on the real node; a failing one fails.
 func TestJobCompletes(t *testing.T) {
 	t.Parallel()
 	c := framework.ClusterFor(t)
@@ -114,7 +152,8 @@ func TestJobCompletes(t *testing.T) {
 			Parallelism: ptr.To[int32](2),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "work", Image: "busybox:1.37", Command: []string{"true"}}},
+				Containers: []corev1.Container{{Name: "work", Image: localimage.Ref(c.NodeRegistry(), localimage.Busybox),
+					Command: []string{"sh", "-c", "test -f /etc/passwd"}}},
 			}},
 		},
 	}
@@ -159,16 +198,26 @@ func TestPVCBindsAndItsVolumeIsReused(t *testing.T) {
 	require.Equal(t, "standard", ptr.Deref(bound.Spec.StorageClassName, ""))
 	require.NotEmpty(t, bound.Spec.VolumeName)
 
-	// the static volume goes back to the pool once the claim is gone
+	// what the claim's user wrote there (the volume is a directory of this machine)
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: bound.Spec.VolumeName}}
+	require.NoError(t, c.Client().Get(t.Context(), client.ObjectKeyFromObject(pv), pv))
+	dir := pv.Spec.HostPath.Path
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "data"), []byte("the claim's"), 0o600))
+
+	// the static volume goes back to the pool once the claim is gone,
+	// scrubbed by the recycler Pod on the real node
 	require.NoError(t, c.Client().Delete(t.Context(), pvc))
-	framework.WaitFor(t, time.Minute, "PersistentVolume "+pv.Name+" to be Available again", func(ctx context.Context) (bool, string, error) {
+	framework.WaitFor(t, 2*time.Minute, "PersistentVolume "+pv.Name+" to be Available again", func(ctx context.Context) (bool, string, error) {
 		var v corev1.PersistentVolume
 		if err := c.Client().Get(ctx, client.ObjectKeyFromObject(pv), &v); err != nil {
 			return false, "", err
 		}
 		return v.Status.Phase == corev1.VolumeAvailable && v.Spec.ClaimRef == nil, fmt.Sprintf("phase %s, claimRef %v", v.Status.Phase, v.Spec.ClaimRef), nil
-	}, framework.DumpObject(c.Client(), pv))
+	}, framework.DumpObject(c.Client(), pv), framework.DumpEvents(c.Client(), "default"))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the next claim of %s finds nothing of this one", pv.Name)
 }
 
 func TestServiceAccountKubeconfigFollowsRBAC(t *testing.T) {

@@ -84,7 +84,7 @@ func startInternalRegistry(t *testing.T, controllerEnv ...string) *internalRegis
 
 	secret := &corev1.Secret{}
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName}, secret))
-	f := runFunctionController(t, e, append(network.Env(), controllerEnv...)...)
+	f := newFnEnv(t, e) // TODO(real node): controllerEnv through the CR
 	return &internalRegistry{realBuilds: &realBuilds{fnEnv: f, runner: runner}, node: node, network: network, pushAddress: pushAddress,
 		auth: remote.WithAuth(&authn.Basic{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}),
 		agent: &registryagent.Client{URL: registryagent.URL(ns),

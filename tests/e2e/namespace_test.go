@@ -109,7 +109,6 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	f.waitRunning(fnNS, "hello")
 	require.NoError(t, f.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: "hello"}}))
 	f.waitFunctionGone(fnNS, "hello")
-	require.NoError(t, f.fc.Stop(), "stopping the Function controller")
 
 	// Drift in that namespace is seen: the manager's watches are there.
 	before := &appsv1.Deployment{}
@@ -234,14 +233,7 @@ func (e *env) functionControllerIn(namespace string) *fnEnv {
 	require.NoError(e.t, err)
 	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
 	require.NoError(e.t, err)
-	fc, err := e.cluster.RunLikeDeployment(e.t.Context(), "function-controller-"+e.t.Name(), namespace, framework.FunctionControllerDeployment)
-	require.NoError(e.t, err)
-	// Stopping twice is fine: a test that gets through stops it before the
-	// uninstall removes its ServiceAccount.
-	e.t.Cleanup(func() { _ = fc.Stop() })
-	f := &fnEnv{env: e, fc: fc, fcs: fcs, jobs: watchJobs(e.t, wc)}
-	f.waitControllerReady()
-	return f
+	return &fnEnv{env: e, fcs: fcs, jobs: watchJobs(e.t, wc)}
 }
 
 // waitFunctionGone waits until the Function is deleted (no finalizer: its

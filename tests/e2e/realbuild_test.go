@@ -70,7 +70,7 @@ func startRealBuilds(t *testing.T, controllerEnv ...string) *realBuilds {
 	cr := e.waitState("default", v1alpha1.StateReady)
 	require.Equal(t, reg.Address, cr.Status.DockerRegistry)
 
-	f := runFunctionController(t, e, controllerEnv...)
+	f := newFnEnv(t, e) // TODO(real node): controllerEnv through the CR
 	r := &buildrun.Runner{Client: e.c, BinDir: filepath.Join(e.cluster.Root(), "bin"), Dir: t.TempDir(), PATH: os.Getenv("PATH")}
 	runCtx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

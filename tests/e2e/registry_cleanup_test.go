@@ -125,12 +125,7 @@ func TestExternalRegistryCleanupIsOptIn(t *testing.T) {
 		v := b.controllerEnv()["APP_REGISTRY_CLEANUP_EXTERNAL"]
 		return v == "true", "APP_REGISTRY_CLEANUP_EXTERNAL=" + v, nil
 	})
-	require.NoError(t, b.fc.Stop())
-	fc, err := b.cluster.StartFunctionController(ctx, "function-controller-optin-"+t.Name(), cleanupEnv...)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, fc.Stop()) })
-	b.fc = fc
-	b.waitControllerReady()
+	b.controllerPod()
 	// A Function built and deleted with the opt-in on: its repository was
 	// recorded before the push.
 	build("gone-after")
@@ -173,12 +168,12 @@ func TestTakenOverRegistryIsCleaned(t *testing.T) {
 
 	// A Function 1.8.4's controller built and runs (the module's controller
 	// with upstream's configuration plays it; its build is simulated).
-	f := e.standInFunctionController(inst)
+	f, stopStandIn := e.standInFunctionController(inst)
 	fnNS := e.cluster.Namespace(t, "takeover-reg")
 	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "runs", v1alpha2.RuntimePython312, "built by 1.8.4")))
 	f.waitRunning(fnNS, "runs")
 	running := f.deployment(fnNS, "runs").Spec.Template.Spec.Containers[0].Image
-	require.NoError(t, f.fc.Stop(), "upstream's controller goes with its operator")
+	stopStandIn() // upstream's controller goes with its operator
 
 	// The manager takes over; its registry Pod runs here on the claim.
 	network, err := localnode.StartNetwork()
@@ -221,11 +216,7 @@ func TestTakenOverRegistryIsCleaned(t *testing.T) {
 	require.Len(t, fnRepos(stored, fnNS+"-"), 4, "1.8.4's images are in: %v", stored)
 
 	// The module's controller, as the taken-over Deployment runs it.
-	fc, err := e.cluster.StartFunctionController(ctx, "function-controller-"+t.Name(), append(network.Env(), cleanupEnv...)...)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, fc.Stop()) })
-	f.fc = fc
-	f.waitControllerReady()
+	f.controllerPod()
 	want := map[string][]string{repo: {pushed[repo+":"+runningTag]}}
 	framework.WaitFor(t, time.Minute, "the taken-over registry to keep only the image the Function runs", func(context.Context) (bool, string, error) {
 		stored, err = registryContents(push, opts...)
@@ -234,7 +225,7 @@ func TestTakenOverRegistryIsCleaned(t *testing.T) {
 		}
 		got := fnRepos(stored, fnNS+"-")
 		return reflect.DeepEqual(got, want), fmt.Sprintf("%v, want %v", got, want), nil
-	}, framework.DumpLog(fc.Process, 30))
+	}, f.dumpController())
 	ref, err := name.ParseReference(push+"/"+repo+":"+runningTag, name.Insecure)
 	require.NoError(t, err)
 	require.NoError(t, pullAll(ref, opts...), "the running image still pulls whole")

@@ -46,7 +46,6 @@ func (f *fnEnv) revision(ns, name string) revision {
 // it (the new Pod a real cluster would start).
 func (f *fnEnv) switchMode(mode string, change func(cr *v1alpha1.Serverless)) *fnEnv {
 	f.t.Helper()
-	require.NoError(f.t, f.fc.Stop(), "the controller's Pod goes with the old configuration")
 	f.update("default", func(cr *v1alpha1.Serverless) {
 		cr.Spec.FunctionMode = mode
 		if change != nil {
@@ -56,7 +55,8 @@ func (f *fnEnv) switchMode(mode string, change func(cr *v1alpha1.Serverless)) *f
 	f.waitFor("default", "Ready in "+mode+" mode", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation && cr.Status.FunctionMode == mode
 	})
-	return runFunctionController(f.t, f.env)
+	f.controllerPod()
+	return f
 }
 
 // Switching a live cluster between build and buildless mode rolls each

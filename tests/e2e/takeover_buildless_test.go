@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"testing"
 	"time"
@@ -99,7 +100,9 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 	fns, err := upstreamtest.LoadFunctions(root, rel)
 	require.NoError(t, err)
 	fnNS := fns[0].GetNamespace()
-	require.NoError(t, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}}))
+	// upstream's Pods (its controller, the Functions' runtime images) are
+	// simulated: their images are not pullable here
+	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
 	t.Cleanup(func() {
 		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
 	})
@@ -129,6 +132,8 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 		return true, "", nil
 	})
 
+	// The Pods the takeover creates (the module's controller) run for real.
+	e.placeModule(framework.RealNode)
 	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	cr := e.waitFor("default", "the takeover to be Ready with the manager's finalizer only", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation &&
@@ -159,7 +164,7 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 	}
 	e.requireConsistent(ctx, cr)
 
-	f := runFunctionController(t, e)
+	f := newFnEnv(t, e)
 	f.waitReconciled(len(names))
 	for _, name := range names {
 		fn := f.waitFunction(fnNS, name, "to be Running under the module's controller", time.Minute, isRunningBuildless)
@@ -182,8 +187,15 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 // reconciles without error: it has looked at that many Functions.
 func (f *fnEnv) waitReconciled(n int) {
 	f.t.Helper()
-	addr := f.fc.Plan.Addresses["http-metrics"]
-	require.NotEmpty(f.t, addr, "the Deployment's metrics port has a local address")
+	pod := f.controllerPod()
+	var port int32
+	for _, p := range pod.Spec.Containers[0].Ports {
+		if p.Name == "http-metrics" {
+			port = p.ContainerPort
+		}
+	}
+	require.NotZero(f.t, port, "the controller's metrics port")
+	addr := net.JoinHostPort(pod.Status.PodIP, fmt.Sprint(port))
 	framework.WaitFor(f.t, time.Minute, fmt.Sprintf("the Function controller to reconcile %d Functions", n), func(ctx context.Context) (bool, string, error) {
 		body, err := framework.FetchMetrics(ctx, "http://"+addr+"/metrics")
 		if err != nil {
@@ -192,5 +204,5 @@ func (f *fnEnv) waitReconciled(n int) {
 		done, _ := framework.SumSamples(body, "controller_runtime_reconcile_total", `controller="function",result="success"`)
 		failed, _ := framework.SumSamples(body, "controller_runtime_reconcile_errors_total", `controller="function"`)
 		return int(done) >= n, fmt.Sprintf("%d reconciles, %d errors", int(done), int(failed)), nil
-	}, framework.DumpLog(f.fc.Process, 40))
+	}, f.dumpController())
 }

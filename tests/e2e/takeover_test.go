@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -101,18 +104,22 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 
 	// A Function that 1.8.4's controller built and runs. The module's own
 	// controller plays it, run with upstream's Deployment configuration (the
-	// same APP_* settings: it is a drop-in for 1.8.4's).
-	f := e.standInFunctionController(inst)
+	// same APP_* settings: it is a drop-in for 1.8.4's); its build and its
+	// Pods are simulated (upstream's registry is).
 	fnNS := "takeover-functions"
-	require.NoError(t, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}}))
+	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
 	t.Cleanup(func() {
 		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
 	})
+	// From now on the module's Pods run for real: the stand-in, and then
+	// the Pods of the Deployments the manager takes over.
+	e.placeModule(framework.RealNode)
+	f, stopStandIn := e.standInFunctionController(inst)
 	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "old", v1alpha2.RuntimePython312, "built by 1.8.4")))
 	f.waitRunning(fnNS, "old")
 	fnDeployment := f.deployment(fnNS, "old")
 	require.Equal(t, 1, f.jobs.count(fnNS, "old"))
-	require.NoError(t, f.fc.Stop(), "upstream's controller goes with its operator")
+	stopStandIn() // upstream's controller goes with its operator
 
 	e.mgr = e.runManager("manager-"+t.Name(), nil)
 	cr := e.waitFor("default", "the takeover to be Ready with the manager's finalizer only", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
@@ -146,13 +153,9 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	assert.Equal(t, module.RegistryPVCName, d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName, "on the same claim")
 	e.requireConsistent(ctx, cr)
 
-	// The module's controller, as the taken-over Deployment runs it, adopts
+	// The module's controller, the taken-over Deployment's new Pod, adopts
 	// the Function: no new build, no rollout.
-	fc, err := e.cluster.StartFunctionController(ctx, "function-controller-"+t.Name())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = fc.Stop() })
-	f.fc = fc
-	f.waitControllerReady()
+	f.controllerPod()
 	f.waitFunction(fnNS, "old", "to be Running under the module's controller", time.Minute, func(fn *v1alpha2.Function) bool {
 		return isRunning(fn) && fn.Status.BuiltImage != ""
 	})
@@ -201,10 +204,11 @@ func (e *env) installUpstream(ctx context.Context) *upstreamtest.Installation {
 
 // standInFunctionController runs the Function controller with the
 // configuration of upstream's Deployment serverless-ctrl-mngr (env and
-// volumes): a copy of it with the module's binary as command, no replicas
-// (nothing else may run it) and a ServiceAccount holding the controller's
-// ClusterRole, standing in for 1.8.4's controller image.
-func (e *env) standInFunctionController(inst *upstreamtest.Installation) *fnEnv {
+// volumes): a copy of it with the module's image and binary and a
+// ServiceAccount holding the controller's ClusterRole, standing in for
+// 1.8.4's controller image, on the real node. stop removes it and waits
+// until its Pod is gone.
+func (e *env) standInFunctionController(inst *upstreamtest.Installation) (f *fnEnv, stop func()) {
 	e.t.Helper()
 	t, ctx := e.t, e.t.Context()
 	const name = "takeover-stand-in"
@@ -231,14 +235,15 @@ func (e *env) standInFunctionController(inst *upstreamtest.Installation) *fnEnv 
 	d.SetName(name)
 	d.SetLabels(map[string]string{"app": name})
 	spec := d.Object["spec"].(map[string]any)
-	spec["replicas"] = int64(0)
+	spec["replicas"] = int64(1)
 	spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": name}}
 	tmpl := spec["template"].(map[string]any)
 	tmpl["metadata"] = map[string]any{"labels": map[string]any{"app": name}}
 	pod := tmpl["spec"].(map[string]any)
 	pod["serviceAccountName"] = name
 	ctr := pod["containers"].([]any)[0].(map[string]any)
-	ctr["command"] = []any{"/function-controller"}
+	ctr["image"] = chartImage(t, e.cluster.Root(), "function_controller")
+	ctr["command"] = []any{"/" + module.FunctionController().Binary}
 	// 1.8.4's controller ignored the chart's minRequestCpu/minRequestMemory
 	// keys (no minimums, contract §2.3); the module's rejects unknown keys.
 	for _, v := range ctr["env"].([]any) {
@@ -252,11 +257,6 @@ func (e *env) standInFunctionController(inst *upstreamtest.Installation) *fnEnv 
 			}
 			env["value"] = strings.Join(kept, "\n")
 		}
-	}
-	// Its health port, which the test's readiness check uses.
-	ctr["ports"] = []any{
-		map[string]any{"name": "http-metrics", "containerPort": int64(8080)},
-		map[string]any{"name": "health", "containerPort": int64(8090)},
 	}
 	objs = append(objs, d)
 	for _, o := range objs {
@@ -277,12 +277,41 @@ func (e *env) standInFunctionController(inst *upstreamtest.Installation) *fnEnv 
 	require.NoError(t, err)
 	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
 	require.NoError(t, err)
-	fc, err := e.cluster.RunLikeDeployment(ctx, "function-controller-1.8.4-stand-in", ns, name)
+	f = &fnEnv{env: e, fcs: fcs, jobs: watchJobs(t, wc)}
+	labels := map[string]string{"app": name}
+	framework.WaitFor(t, 2*time.Minute, "the stand-in controller's Pod to be Ready", func(ctx context.Context) (bool, string, error) {
+		_, err := e.cluster.ReadyPod(ctx, ns, labels)
+		return err == nil, fmt.Sprint(err), nil
+	}, framework.DumpPods(e.c, ns), e.cluster.DumpPodLogs(ns, labels, 30))
+	return f, func() {
+		require.NoError(t, e.c.Delete(ctx, d.DeepCopy()))
+		framework.WaitFor(t, time.Minute, "the stand-in controller's Pods to be gone", func(ctx context.Context) (bool, string, error) {
+			var pods corev1.PodList
+			err := e.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(labels))
+			return len(pods.Items) == 0, fmt.Sprintf("%d Pods", len(pods.Items)), err
+		})
+	}
+}
+
+// chartImage is the reference the chart's values give the image key (the
+// module's own images: the local node pulls them under these names).
+func chartImage(t *testing.T, root, key string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "charts", "serverless", "values.yaml"))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = fc.Stop() })
-	f := &fnEnv{env: e, fc: fc, fcs: fcs, jobs: watchJobs(t, wc)}
-	f.waitControllerReady()
-	return f
+	var values struct {
+		Global struct {
+			ImageRegistry string `json:"imageRegistry"`
+			Images        map[string]struct {
+				Repository string `json:"repository"`
+				Tag        string `json:"tag"`
+			} `json:"images"`
+		} `json:"global"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &values))
+	img, ok := values.Global.Images[key]
+	require.True(t, ok, "image key %s in the chart's values", key)
+	return values.Global.ImageRegistry + "/" + img.Repository + ":" + img.Tag
 }
 
 func joinLines(s []string) string {

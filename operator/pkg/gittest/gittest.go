@@ -1,11 +1,13 @@
 // Package gittest starts Git servers on loopback for tests: smart HTTP
 // (the machine's `git http-backend` behind an httptest server, optionally
-// with basic auth) and SSH (golang.org/x/crypto/ssh running
-// `git upload-pack`), over repositories made with the git CLI.
+// with basic auth; ListenOn serves it at another address, e.g. one that
+// Pods reach) and SSH (golang.org/x/crypto/ssh running `git upload-pack`),
+// over repositories made with the git CLI.
 package gittest
 
 import (
 	"crypto/subtle"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -27,10 +29,25 @@ type HTTPServer struct {
 	requests           int
 }
 
+// Option changes how NewHTTPServer serves.
+type Option func(*options)
+
+type options struct{ host string }
+
+// ListenOn serves on host (an IP address of this machine, a free port)
+// instead of loopback: for clients elsewhere, such as a cluster's Pods
+// reaching this machine at their node's address.
+func ListenOn(host string) Option { return func(o *options) { o.host = host } }
+
 // NewHTTPServer starts a server that wants username/password by basic
-// auth (none when username is empty). It stops with the test.
-func NewHTTPServer(t testing.TB, username, password string) *HTTPServer {
+// auth (none when username is empty), on loopback unless an option says
+// otherwise. It stops with the test.
+func NewHTTPServer(t testing.TB, username, password string, opts ...Option) *HTTPServer {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	gitPath := lookGit(t)
 	s := &HTTPServer{Root: t.TempDir(), username: username, password: password}
 	backend := &cgi.Handler{
@@ -39,7 +56,7 @@ func NewHTTPServer(t testing.TB, username, password string) *HTTPServer {
 		Root: "/",
 		Env:  []string{"GIT_PROJECT_ROOT=" + s.Root, "GIT_HTTP_EXPORT_ALL=1"},
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests++
 		wantUser, wantPass := s.username, s.password
@@ -55,6 +72,15 @@ func NewHTTPServer(t testing.TB, username, password string) *HTTPServer {
 		}
 		backend.ServeHTTP(w, r)
 	}))
+	if o.host != "" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(o.host, "0"))
+		if err != nil {
+			t.Fatalf("git server on %s: %v", o.host, err)
+		}
+		_ = srv.Listener.Close()
+		srv.Listener = ln
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
