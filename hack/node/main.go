@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
@@ -52,6 +53,7 @@ func main() {
 	if err := c.complete(); err != nil {
 		fail(err)
 	}
+	keepInheritedFilesToOurselves()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n := newNode(c)
@@ -83,4 +85,19 @@ func main() {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "node:", err)
 	os.Exit(1)
+}
+
+// keepInheritedFilesToOurselves marks every file descriptor this process
+// inherited beyond stdin, stdout and stderr close-on-exec: the daemons it
+// starts outlive it and would hold, say, a lock the caller took.
+func keepInheritedFilesToOurselves() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
