@@ -169,7 +169,7 @@ spec:
   containers:
   - name: pv-recycler
     image: ` + localimage.Ref(n.registry(), localimage.Busybox) + `
-    command: ["/bin/sh", "-c", "test -e /scrub && find /scrub -mindepth 1 -delete && test -z \"$(ls -A /scrub)\" || exit 1"]
+    command: ["/bin/sh", "-c", "test -e /scrub && rm -rf /scrub/..?* /scrub/.[!.]* /scrub/* && test -z \"$(ls -A /scrub)\" || exit 1"]
     volumeMounts:
     - name: vol
       mountPath: /scrub

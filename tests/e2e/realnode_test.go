@@ -9,8 +9,6 @@ package e2e
 // them.
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +24,6 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
-	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
 // `make run`'s path: the rendered manifest installs the manager, whose Pod
@@ -135,26 +132,35 @@ def main(event, context):
 	}
 	// A changed Secret reaches the mounted file without a rebuild or a
 	// restart (kubelet refreshes Secret volumes).
+	name := "secrets-" + string(v1alpha2.RuntimeNodejs22)
+	before := f.functionPods(name, fnNS)
 	secret := &corev1.Secret{}
 	require.NoError(t, f.c.Get(ctx, client.ObjectKey{Namespace: fnNS, Name: "creds"}, secret))
 	secret.Data["token"] = []byte("rotated")
 	require.NoError(t, f.c.Update(ctx, secret))
-	name := "secrets-" + string(v1alpha2.RuntimeNodejs22)
 	f.cluster.WaitForAnswer(t, 2*time.Minute, fnNS, name, "/", func(body string) bool {
 		return body == envValue+" rotated"
 	}, f.dumpsFor(fnNS, name)...)
 	f.requireJobsStay(fnNS, name, 1, "a Secret change builds nothing")
-	framework.WaitFor(t, 10*time.Second, "the Function's Pod to have no restart", func(ctx context.Context) (bool, string, error) {
-		var pods corev1.PodList
-		if err := f.c.List(ctx, &pods, client.InNamespace(fnNS), client.MatchingLabels{v1alpha2.LabelFunctionName: name}); err != nil {
-			return false, "", err
+	assert.Equal(t, before, f.functionPods(name, fnNS), "the same Pod, not restarted")
+}
+
+// functionPods are the UIDs and restart counts of the Function's Pods that
+// are not being deleted.
+func (f *fnEnv) functionPods(name, ns string) map[string]int32 {
+	f.t.Helper()
+	var pods corev1.PodList
+	require.NoError(f.t, f.c.List(f.t.Context(), &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha2.LabelFunctionName: name}))
+	out := map[string]int32{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Labels["job-name"] != "" {
+			continue
 		}
-		restarts := 0
-		for _, p := range pods.Items {
-			for _, cs := range p.Status.ContainerStatuses {
-				restarts += int(cs.RestartCount)
-			}
+		var restarts int32
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts += cs.RestartCount
 		}
-		return len(pods.Items) == 1 && restarts == 0, fmt.Sprintf("%d Pods, %d restarts", len(pods.Items), restarts), nil
-	})
+		out[string(p.UID)] = restarts
+	}
+	return out
 }

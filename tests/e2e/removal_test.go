@@ -78,8 +78,11 @@ func installRendered(t *testing.T) (*env, []*unstructured.Unstructured) {
 // to stay, e.g. a CRD whose CRs are held by a finalizer).
 func (e *env) deleteManifest(objs []*unstructured.Unstructured, keep ...string) {
 	e.t.Helper()
+	// also from a cleanup, where the test's context is done
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for _, o := range objs {
-		err := e.c.Delete(e.t.Context(), o.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground))
+		err := e.c.Delete(ctx, o.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground))
 		require.NoError(e.t, client.IgnoreNotFound(err), "deleting %s %s", o.GetKind(), o.GetName())
 	}
 	framework.WaitFor(e.t, time.Minute, "the manifest's objects to be gone", func(ctx context.Context) (bool, string, error) {
