@@ -60,7 +60,7 @@ func (n *node) containerd() action {
 			errs = append(errs, killProcesses(func(cmdline []byte) bool {
 				return bytes.Contains(cmdline, []byte("containerd-shim")) && bytes.Contains(cmdline, []byte(n.containerdSocket()))
 			}))
-			errs = append(errs, n.stopDaemon("containerd", 10*time.Second))
+			errs = append(errs, n.stopDaemon("containerd", 10*time.Second, n.path("containerd.toml")))
 			errs = append(errs, unmountBelow(n.dir()))
 			errs = append(errs, os.RemoveAll(filepath.Dir(n.containerdSocket())))
 			errs = append(errs, removeCNICache(cniNetwork))

@@ -50,7 +50,7 @@ func (n *node) kubelet() action {
 		},
 		down: func(context.Context) error {
 			var errs []error
-			errs = append(errs, n.stopDaemon("kubelet", 10*time.Second))
+			errs = append(errs, n.stopDaemon("kubelet", 10*time.Second, "--config="+n.path("kubelet.yaml")))
 			// The containers, whatever their shims do meanwhile.
 			errs = append(errs, killCgroupTree())
 			errs = append(errs, removeCgroupRoot())

@@ -65,8 +65,14 @@ func (n *node) checkAlive(component string) error {
 }
 
 // stopDaemon sends SIGTERM and, after grace, SIGKILL; it returns once the
-// process is gone (or was never there).
-func (n *node) stopDaemon(component string, grace time.Duration) error {
+// process is gone (or was never there). A copy of it that no PID file
+// names (left by a run killed between start and record) is killed too:
+// every daemon of the node names its configuration file below the node's
+// directory on its command line.
+func (n *node) stopDaemon(component string, grace time.Duration, config string) error {
+	defer func() {
+		_ = killProcesses(func(cmdline []byte) bool { return bytes.Contains(cmdline, []byte(config+"\x00")) })
+	}()
 	pid, ok := n.daemonPID(component)
 	if !ok {
 		_ = os.Remove(n.pidFile(component))

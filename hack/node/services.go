@@ -48,7 +48,7 @@ conntrack:
 			return n.startDaemon("kube-proxy", filepath.Join(n.assets, "kube-proxy"), "--config="+n.path("kube-proxy.yaml"))
 		},
 		// Its rules go with the iptables action's restore.
-		down: func(context.Context) error { return n.stopDaemon("kube-proxy", 5*time.Second) },
+		down: func(context.Context) error { return n.stopDaemon("kube-proxy", 5*time.Second, n.path("kube-proxy.yaml")) },
 	}
 }
 
@@ -97,7 +97,7 @@ func (n *node) coreDNS() action {
 				return nil
 			})
 		},
-		down: func(context.Context) error { return n.stopDaemon("coredns", 5*time.Second) },
+		down: func(context.Context) error { return n.stopDaemon("coredns", 5*time.Second, n.path("Corefile")) },
 	}
 }
 
@@ -146,7 +146,7 @@ http:
 			}
 			return nil
 		},
-		down: func(context.Context) error { return n.stopDaemon("image-registry", 5*time.Second) },
+		down: func(context.Context) error { return n.stopDaemon("image-registry", 5*time.Second, n.path("registry.yaml")) },
 	}
 }
 
