@@ -52,11 +52,14 @@ type fnEnv struct {
 // Deployment selector).
 var controllerLabels = map[string]string{"app.kubernetes.io/name": "serverless", "app": "serverless"}
 
+// startFunctionController installs the module with the sample CR for a
+// small cluster (the real node has this machine's 2 CPUs: the default
+// presets would let only a few Functions and builds fit).
 func startFunctionController(t *testing.T) *fnEnv {
 	t.Helper()
 	e := startManager(t)
 	e.placeModule(framework.RealNode)
-	e.applySample("default-serverless-cr.yaml")
+	e.applySample("small-cluster-serverless-cr.yaml")
 	e.waitState("default", v1alpha1.StateReady)
 	return newFnEnv(t, e)
 }

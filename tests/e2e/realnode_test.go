@@ -27,7 +27,7 @@ import (
 )
 
 // `make run`'s path: the rendered manifest installs the manager, whose Pod
-// brings the default CR to Ready with the Function controller and the
+// brings the CR for a small cluster to Ready with the Function controller and the
 // internal registry as Pods; every container of the three passed its own
 // readiness probe and none restarted. The sample Function of
 // config/samples builds with its npm dependency in a real build Pod, is
@@ -35,7 +35,7 @@ import (
 func TestModuleRunsOnTheRealNode(t *testing.T) {
 	e, _ := startManagerInCluster(t)
 	ctx := t.Context()
-	e.applySample("default-serverless-cr.yaml")
+	e.applySample("small-cluster-serverless-cr.yaml")
 	e.waitState("default", v1alpha1.StateReady)
 
 	node := e.cluster.Setting("NODE_NAME")
