@@ -85,7 +85,7 @@ func (e *env) deleteManifest(objs []*unstructured.Unstructured, keep ...string) 
 		err := e.c.Delete(ctx, o.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground))
 		require.NoError(e.t, client.IgnoreNotFound(err), "deleting %s %s", o.GetKind(), o.GetName())
 	}
-	framework.WaitFor(e.t, time.Minute, "the manifest's objects to be gone", func(ctx context.Context) (bool, string, error) {
+	err := framework.Poll(ctx, time.Minute, "the manifest's objects to be gone", func(ctx context.Context) (bool, string, error) {
 		var left []string
 		for _, o := range objs {
 			if slices.Contains(keep, o.GetName()) {
@@ -100,6 +100,9 @@ func (e *env) deleteManifest(objs []*unstructured.Unstructured, keep ...string) 
 		}
 		return len(left) == 0, strings.Join(left, ", "), nil
 	})
+	if err != nil {
+		e.t.Fatal(err.Error())
+	}
 }
 
 // requireNamespaceActive fails unless the namespace exists and is not

@@ -134,7 +134,7 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 
 	// The Pods the takeover creates (the module's controller) run for real.
 	e.placeModule(framework.RealNode)
-	e.mgr = e.runManager("manager-"+t.Name(), nil)
+	e.mgr = e.runManager("manager-"+t.Name(), e.publishedRuntimes())
 	cr := e.waitFor("default", "the takeover to be Ready with the manager's finalizer only", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation &&
 			assert.ObjectsAreEqual([]string{module.Finalizer}, cr.Finalizers)

@@ -121,7 +121,7 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	require.Equal(t, 1, f.jobs.count(fnNS, "old"))
 	stopStandIn() // upstream's controller goes with its operator
 
-	e.mgr = e.runManager("manager-"+t.Name(), nil)
+	e.mgr = e.runManager("manager-"+t.Name(), e.publishedRuntimes())
 	cr := e.waitFor("default", "the takeover to be Ready with the manager's finalizer only", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation &&
 			assert.ObjectsAreEqual([]string{module.Finalizer}, cr.Finalizers)
@@ -291,6 +291,22 @@ func (e *env) standInFunctionController(inst *upstreamtest.Installation) (f *fnE
 			return len(pods.Items) == 0, fmt.Sprintf("%d Pods", len(pods.Items)), err
 		})
 	}
+}
+
+// publishedRuntimes is the manager's environment that takes the local
+// runtime (and buildless init) images out of its chart values again: the
+// Functions of a taken-over installation run the published ones, and a
+// changed runtime image would rebuild or roll them. The module's own Pods
+// still get the local registry images.
+func (e *env) publishedRuntimes() []string {
+	var env []string
+	for _, kv := range e.cluster.LocalImageEnv() {
+		key, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(key, "IMAGE_FUNCTION_") {
+			env = append(env, key+"=")
+		}
+	}
+	return env
 }
 
 // chartImage is the reference the chart's values give the image key (the
