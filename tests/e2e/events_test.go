@@ -212,20 +212,11 @@ func (f *fnEnv) endpointsAndPods(ctx context.Context, ns, name string) (endpoint
 		return nil, nil, err
 	}
 	for _, p := range pods.Items {
-		if p.Labels["job-name"] == "" && p.DeletionTimestamp == nil && p.Status.PodIP != "" && podIsReady(&p) {
+		if p.Labels["job-name"] == "" && p.DeletionTimestamp == nil && p.Status.PodIP != "" && framework.PodReady(&p) {
 			own = append(own, p.Status.PodIP)
 		}
 	}
 	slices.Sort(endpoints)
 	slices.Sort(own)
 	return endpoints, own, nil
-}
-
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

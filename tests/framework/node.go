@@ -239,7 +239,7 @@ func (c *Cluster) ReadyPod(ctx context.Context, ns string, labels map[string]str
 	var ready []*corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp == nil && podReady(p) {
+		if p.DeletionTimestamp == nil && PodReady(p) {
 			ready = append(ready, p)
 		}
 	}
@@ -253,7 +253,8 @@ func (c *Cluster) ReadyPod(ctx context.Context, ns string, labels map[string]str
 	}
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady says the Pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
