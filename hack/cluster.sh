@@ -15,6 +15,7 @@
 #   hack/cluster.sh kubeconfig-sa NS SA write a kubeconfig for ServiceAccount NS/SA, print its path
 #   hack/cluster.sh release PID         the test process PID is done with the cluster (see below)
 #   hack/cluster.sh restart kube-apiserver  kill -9 the API server and start it (and the controller manager) again
+#   hack/cluster.sh restart kubelet|containerd  restart the real node's kubelet or containerd (SIGTERM, start); Pods keep running
 #   hack/cluster.sh load                push the images `make image` wrote (bin/image) to the real node
 #   hack/cluster.sh manager-env         the manager's IMAGE_<KEY>=... that point the chart at the local images
 #   hack/cluster.sh insecure-registry HOST:PORT  let the real node pull from that registry over plain HTTP
@@ -505,11 +506,18 @@ cmd_up() {
 # restart kube-apiserver: stops the API server (SIGKILL, as a crash would)
 # and starts it again with the same state, for fault tests.
 cmd_restart() {
-  local component=${1:?usage: restart kube-apiserver} pid
-  [ "$component" = kube-apiserver ] || die "restart supports kube-apiserver only"
+  local component=${1:?usage: restart kube-apiserver|kubelet|containerd} pid
   lock
   load_config
   [ -d "$STATE" ] || die "no cluster in $STATE"
+  case $component in
+    kube-apiserver) ;;
+    kubelet | containerd)
+      real_node restart "$component"
+      wait_for 60 "node $NODE_NAME Ready" real_node_ready
+      return ;;
+    *) die "restart supports kube-apiserver, kubelet and containerd" ;;
+  esac
   pid=$(pidof_component kube-apiserver)
   if is_ours "$pid"; then
     kill -KILL "$pid"

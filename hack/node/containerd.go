@@ -40,19 +40,7 @@ func (n *node) containerd() action {
 			if err := os.MkdirAll(filepath.Dir(n.containerdSocket()), 0o700); err != nil {
 				return err
 			}
-			if err := n.startDaemon("containerd", "containerd", "--config", n.path("containerd.toml")); err != nil {
-				return err
-			}
-			return waitFor(ctx, 30*time.Second, "containerd's socket", func() error {
-				if err := n.checkAlive("containerd"); err != nil {
-					return stopWaiting{err}
-				}
-				conn, err := net.Dial("unix", n.containerdSocket())
-				if err != nil {
-					return err
-				}
-				return conn.Close()
-			})
+			return n.startContainerd(ctx)
 		},
 		down: func(context.Context) error {
 			var errs []error
@@ -60,13 +48,35 @@ func (n *node) containerd() action {
 			errs = append(errs, killProcesses(func(cmdline []byte) bool {
 				return bytes.Contains(cmdline, []byte("containerd-shim")) && bytes.Contains(cmdline, []byte(n.containerdSocket()))
 			}))
-			errs = append(errs, n.stopDaemon("containerd", 10*time.Second, n.path("containerd.toml")))
+			errs = append(errs, n.stop(n.containerdDaemon()))
 			errs = append(errs, unmountBelow(n.dir()))
 			errs = append(errs, os.RemoveAll(filepath.Dir(n.containerdSocket())))
 			errs = append(errs, removeCNICache(cniNetwork))
 			return errors.Join(errs...)
 		},
 	}
+}
+
+func (n *node) containerdDaemon() daemon {
+	config := n.path("containerd.toml")
+	return daemon{name: "containerd", path: "containerd", args: []string{"--config", config}, config: config, grace: 10 * time.Second}
+}
+
+// startContainerd starts containerd and waits for its socket.
+func (n *node) startContainerd(ctx context.Context) error {
+	if err := n.start(n.containerdDaemon()); err != nil {
+		return err
+	}
+	return waitFor(ctx, 30*time.Second, "containerd's socket", func() error {
+		if err := n.checkAlive("containerd"); err != nil {
+			return stopWaiting{err}
+		}
+		conn, err := net.Dial("unix", n.containerdSocket())
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
 }
 
 // cniNetwork names the Pods' network in the CNI configuration.

@@ -28,8 +28,8 @@ const (
 
 // kubelet runs the node agent with its Pods below one cgroup of our own and
 // its files below the node's directory. Settings this machine needs
-// (../shared/real-node-facts.md): cgroup v1 allowed, the cgroupfs driver
-// (no systemd).
+// (docs/contributor/local-cluster.md): cgroup v1 allowed, the cgroupfs
+// driver (no systemd).
 func (n *node) kubelet() action {
 	return action{
 		name: "kubelet",
@@ -40,17 +40,11 @@ func (n *node) kubelet() action {
 			if err := n.writeKubeletConfig(); err != nil {
 				return err
 			}
-			return n.startDaemon("kubelet", filepath.Join(n.assets, "kubelet"),
-				"--config="+n.path("kubelet.yaml"),
-				"--kubeconfig="+n.kubeconfig("node"),
-				"--root-dir="+n.path("kubelet"),
-				"--hostname-override="+n.name,
-				"--node-ip="+n.gateway().String(),
-				"--node-labels="+labelType+"="+typeReal)
+			return n.start(n.kubeletDaemon())
 		},
 		down: func(context.Context) error {
 			var errs []error
-			errs = append(errs, n.stopDaemon("kubelet", 10*time.Second, "--config="+n.path("kubelet.yaml")))
+			errs = append(errs, n.stop(n.kubeletDaemon()))
 			// The containers, whatever their shims do meanwhile.
 			errs = append(errs, killCgroupTree())
 			errs = append(errs, removeCgroupRoot())
@@ -58,6 +52,18 @@ func (n *node) kubelet() action {
 			return errors.Join(errs...)
 		},
 	}
+}
+
+func (n *node) kubeletDaemon() daemon {
+	config := n.path("kubelet.yaml")
+	return daemon{name: "kubelet", path: filepath.Join(n.assets, "kubelet"), config: config, grace: 10 * time.Second, args: []string{
+		"--config=" + config,
+		"--kubeconfig=" + n.kubeconfig("node"),
+		"--root-dir=" + n.path("kubelet"),
+		"--hostname-override=" + n.name,
+		"--node-ip=" + n.gateway().String(),
+		"--node-labels=" + labelType + "=" + typeReal,
+	}}
 }
 
 func (n *node) writeKubeletConfig() error {

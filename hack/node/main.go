@@ -18,6 +18,7 @@
 //	node load      pushes the images of bin/image/ into the node's registry
 //	node manager-env  prints the manager's IMAGE_<KEY>=... that point the chart at the local images
 //	node insecure-registry HOST:PORT  lets the node pull from that registry over plain HTTP
+//	node restart kubelet|containerd   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
 package main
 
 import (
@@ -37,7 +38,7 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node network|up|down|load|manager-env|insecure-registry HOST:PORT [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node network|up|down|load|manager-env|insecure-registry HOST:PORT|restart kubelet|containerd [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {
@@ -45,9 +46,9 @@ func main() {
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
-	var addr string
-	if cmd == "insecure-registry" && len(args) > 0 {
-		addr, args = args[0], args[1:]
+	var arg string
+	if (cmd == "insecure-registry" || cmd == "restart") && len(args) > 0 {
+		arg, args = args[0], args[1:]
 	}
 	_ = fs.Parse(args)
 	if err := c.complete(); err != nil {
@@ -68,7 +69,9 @@ func main() {
 	case "load":
 		err = n.load(ctx)
 	case "insecure-registry":
-		err = n.trustRegistry(addr)
+		err = n.trustRegistry(arg)
+	case "restart":
+		err = n.restart(ctx, arg)
 	case "manager-env":
 		for _, kv := range localimage.ManagerEnv(n.registry()) {
 			fmt.Println(kv)

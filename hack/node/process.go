@@ -13,16 +13,28 @@ import (
 	"time"
 )
 
-// startDaemon runs path detached (own session, no terminal, output appended
-// to the component's log) and records its PID where hack/cluster.sh's
-// status and down look. Its arguments must name a path below the state
-// directory, which is how ours tells a recorded PID from a reused one.
-func (n *node) startDaemon(component, path string, args ...string) error {
-	logFile, err := os.OpenFile(n.logFile(component), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// daemon is a long-running process of the node.
+type daemon struct {
+	// name is its component name (log and PID file).
+	name, path string
+	args       []string
+	// config is its configuration file: one of args, below the node's
+	// directory, which tells its process from any other.
+	config string
+	// grace is how long it may take to stop after SIGTERM.
+	grace time.Duration
+}
+
+// start runs the daemon detached (own session, no terminal, output
+// appended to its log) and records its PID where hack/cluster.sh's status
+// and down look.
+func (n *node) start(d daemon) error {
+	logFile, err := os.OpenFile(n.logFile(d.name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = logFile.Close() }()
+	component, path, args := d.name, d.path, d.args
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -64,14 +76,14 @@ func (n *node) checkAlive(component string) error {
 	return fmt.Errorf("%s exited; the end of %s:\n%s", component, n.logFile(component), tail(n.logFile(component), 20))
 }
 
-// stopDaemon sends SIGTERM and, after grace, SIGKILL; it returns once the
+// stop sends SIGTERM and, after its grace, SIGKILL; it returns once the
 // process is gone (or was never there). A copy of it that no PID file
-// names (left by a run killed between start and record) is killed too:
-// every daemon of the node names its configuration file below the node's
-// directory on its command line.
-func (n *node) stopDaemon(component string, grace time.Duration, config string) error {
+// names (left by a run killed between start and record) is killed too: it
+// names the daemon's configuration file on its command line.
+func (n *node) stop(d daemon) error {
+	component, grace := d.name, d.grace
 	defer func() {
-		_ = killProcesses(func(cmdline []byte) bool { return bytes.Contains(cmdline, []byte(config+"\x00")) })
+		_ = killProcesses(func(cmdline []byte) bool { return bytes.Contains(cmdline, []byte(d.config+"\x00")) })
 	}()
 	pid, ok := n.daemonPID(component)
 	if !ok {
@@ -156,4 +168,22 @@ func tail(path string, lines int) string {
 	}
 	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// restart stops a daemon of the node gracefully and starts it again, as a
+// service manager restarts it: the Pods' containers and their shims run on.
+func (n *node) restart(ctx context.Context, name string) error {
+	switch name {
+	case "kubelet":
+		if err := n.stop(n.kubeletDaemon()); err != nil {
+			return err
+		}
+		return n.start(n.kubeletDaemon())
+	case "containerd":
+		if err := n.stop(n.containerdDaemon()); err != nil {
+			return err
+		}
+		return n.startContainerd(ctx)
+	}
+	return fmt.Errorf("restart: %q is neither kubelet nor containerd", name)
 }

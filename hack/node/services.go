@@ -45,10 +45,10 @@ conntrack:
 			if err := os.WriteFile(n.path("kube-proxy.yaml"), []byte(config), 0o644); err != nil {
 				return err
 			}
-			return n.startDaemon("kube-proxy", filepath.Join(n.assets, "kube-proxy"), "--config="+n.path("kube-proxy.yaml"))
+			return n.start(n.kubeProxyDaemon())
 		},
 		// Its rules go with the iptables action's restore.
-		down: func(context.Context) error { return n.stopDaemon("kube-proxy", 5*time.Second, n.path("kube-proxy.yaml")) },
+		down: func(context.Context) error { return n.stop(n.kubeProxyDaemon()) },
 	}
 }
 
@@ -74,7 +74,7 @@ func (n *node) coreDNS() action {
 			if err := os.WriteFile(n.path("Corefile"), []byte(corefile), 0o644); err != nil {
 				return err
 			}
-			if err := n.startDaemon("coredns", filepath.Join(n.assets, "coredns"), "-conf", n.path("Corefile")); err != nil {
+			if err := n.start(n.coreDNSDaemon()); err != nil {
 				return err
 			}
 			resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -97,7 +97,7 @@ func (n *node) coreDNS() action {
 				return nil
 			})
 		},
-		down: func(context.Context) error { return n.stopDaemon("coredns", 5*time.Second, n.path("Corefile")) },
+		down: func(context.Context) error { return n.stop(n.coreDNSDaemon()) },
 	}
 }
 
@@ -126,7 +126,7 @@ http:
 			if err := os.WriteFile(n.path("registry.yaml"), []byte(config), 0o644); err != nil {
 				return err
 			}
-			if err := n.startDaemon("image-registry", filepath.Join(n.assets, "registry"), "serve", n.path("registry.yaml")); err != nil {
+			if err := n.start(n.registryDaemon()); err != nil {
 				return err
 			}
 			if err := waitFor(ctx, 30*time.Second, "the image registry at "+n.registry(), func() error {
@@ -146,7 +146,7 @@ http:
 			}
 			return nil
 		},
-		down: func(context.Context) error { return n.stopDaemon("image-registry", 5*time.Second, n.path("registry.yaml")) },
+		down: func(context.Context) error { return n.stop(n.registryDaemon()) },
 	}
 }
 
@@ -179,4 +179,19 @@ spec:
 		}
 		return os.WriteFile(n.path("recycler-pod.yaml"), []byte(pod), 0o644)
 	}}
+}
+
+func (n *node) kubeProxyDaemon() daemon {
+	config := n.path("kube-proxy.yaml")
+	return daemon{name: "kube-proxy", path: filepath.Join(n.assets, "kube-proxy"), args: []string{"--config=" + config}, config: config, grace: 5 * time.Second}
+}
+
+func (n *node) coreDNSDaemon() daemon {
+	config := n.path("Corefile")
+	return daemon{name: "coredns", path: filepath.Join(n.assets, "coredns"), args: []string{"-conf", config}, config: config, grace: 5 * time.Second}
+}
+
+func (n *node) registryDaemon() daemon {
+	config := n.path("registry.yaml")
+	return daemon{name: "image-registry", path: filepath.Join(n.assets, "registry"), args: []string{"serve", config}, config: config, grace: 5 * time.Second}
 }
