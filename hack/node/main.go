@@ -19,6 +19,7 @@
 //	node manager-env  prints the manager's IMAGE_<KEY>=... that point the chart at the local images
 //	node insecure-registry HOST:PORT  lets the node pull from that registry over plain HTTP
 //	node restart kubelet|containerd   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
+//	node state     prints what the node changes on this machine, one fact a line (to compare before and after)
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
@@ -72,6 +74,11 @@ func main() {
 		err = n.trustRegistry(arg)
 	case "restart":
 		err = n.restart(ctx, arg)
+	case "state":
+		var lines []string
+		if lines, err = machineState(); err == nil {
+			fmt.Println(strings.Join(lines, "\n"))
+		}
 	case "manager-env":
 		for _, kv := range localimage.ManagerEnv(n.registry()) {
 			fmt.Println(kv)

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func testConfig(t *testing.T, args ...string) config {
+	t.Helper()
+	var c config
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	c.flags(fs)
+	require.NoError(t, fs.Parse(append([]string{"-state", t.TempDir()}, args...)))
+	require.NoError(t, c.complete())
+	return c
+}
+
+func TestConfig(t *testing.T) {
+	c := testConfig(t, "-pod-cidr", "10.241.3.0/24", "-registry-port", "5123")
+	assert.Equal(t, "10.241.3.1", c.gateway().String(), "the bridge's address is the range's first")
+	assert.Equal(t, "10.241.3.1:5123", c.registry())
+	assert.True(t, filepath.IsAbs(c.state))
+
+	var bad config
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	bad.flags(fs)
+	require.NoError(t, fs.Parse([]string{"-pod-cidr", "fd00::/64", "-bridge", "a-name-longer-than-fifteen"}))
+	err := bad.complete()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-pod-cidr")
+	assert.Contains(t, err.Error(), "longer than a Linux interface name")
+}
+
+func TestTables(t *testing.T) {
+	rules := "# Generated\n*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n"
+	assert.Equal(t, map[string]bool{"nat": true, "filter": true}, tables([]byte(rules)))
+	assert.Empty(t, tables(nil))
+}
+
+func TestUnescapeMountPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/plain/path":          "/plain/path",
+		`/with\040blank`:       "/with blank",
+		`/tab\011and\134slash`: "/tab\tand\\slash",
+		`/trailing\04`:         `/trailing\04`,
+	} {
+		assert.Equal(t, want, unescapeMountPath(in), in)
+	}
+}
+
+// A daemon's hosts.toml pulls over plain HTTP from the server it names.
+func TestTrustRegistry(t *testing.T) {
+	n := newNode(testConfig(t))
+	require.NoError(t, n.trustRegistry("10.240.0.1:31000"))
+	data, err := os.ReadFile(n.path("certs.d", "10.240.0.1:31000", "hosts.toml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `server = "http://10.240.0.1:31000"`)
+	assert.Contains(t, string(data), `[host."http://10.240.0.1:31000"]`)
+	assert.Error(t, n.trustRegistry("no-port"))
+}
+
+// up runs actions in order and, when one fails, the downs of those that
+// ran in reverse; down runs every down and goes on after an error.
+func TestActions(t *testing.T) {
+	var trace []string
+	act := func(name string, upErr error) action {
+		return action{
+			name: name,
+			up:   func(context.Context) error { trace = append(trace, "up "+name); return upErr },
+			down: func(context.Context) error { trace = append(trace, "down "+name); return nil },
+		}
+	}
+	n := newNode(testConfig(t))
+	n.log.SetOutput(&strings.Builder{})
+
+	err := n.up(t.Context(), []action{act("a", nil), act("b", errors.New("broken")), act("c", nil)})
+	require.ErrorContains(t, err, "b: broken")
+	assert.Equal(t, []string{"up a", "up b", "down b", "down a"}, trace)
+
+	trace = nil
+	failing := act("x", nil)
+	failing.down = func(context.Context) error { trace = append(trace, "down x"); return errors.New("stuck") }
+	err = n.down(t.Context(), []action{act("a", nil), failing, act("c", nil)})
+	require.ErrorContains(t, err, "x down: stuck")
+	assert.Equal(t, []string{"down c", "down x", "down a"}, trace)
+}
