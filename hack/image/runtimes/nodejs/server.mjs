@@ -333,12 +333,18 @@ const server = http.createServer((req, res) => {
 process.on('uncaughtException', (err) => console.error('uncaught exception:', err));
 process.on('unhandledRejection', (err) => console.error('unhandled rejection:', err));
 
+// A terminating Pod leaves its Service's endpoints only after the signal
+// (kube-proxy reprograms asynchronously): keep serving that long first.
+const DRAIN_MS = 2000;
+
 function shutdown(signal) {
-  console.error(`${signal} received, shutting down`);
-  server.close(() => process.exit(0));
-  server.closeIdleConnections();
-  // In-flight requests get a moment; keep-alive or slow ones must not delay the exit.
-  setTimeout(() => process.exit(0), 1000).unref();
+  console.error(`${signal} received, shutting down in ${DRAIN_MS} ms`);
+  setTimeout(() => {
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    // In-flight requests get a moment; keep-alive or slow ones must not delay the exit.
+    setTimeout(() => process.exit(0), 1000).unref();
+  }, DRAIN_MS).unref();
 }
 process.once('SIGTERM', shutdown);
 process.once('SIGINT', shutdown);

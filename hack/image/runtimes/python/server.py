@@ -427,15 +427,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
                   f'"{self.requestline}" {code} {size}', flush=True)
 
 
+DRAIN_SECONDS = 2
+
+
 def main():
     Handler.func = load_function()
     server = http.server.ThreadingHTTPServer(('0.0.0.0', PORT), Handler)
     server.daemon_threads = True
 
     def stop(signum, frame):
-        print(f'{signal.Signals(signum).name} received, shutting down', file=sys.stderr)
-        # shutdown() waits for serve_forever, which runs in this (the main) thread.
-        threading.Thread(target=server.shutdown, daemon=True).start()
+        print(f'{signal.Signals(signum).name} received, shutting down in {DRAIN_SECONDS} s', file=sys.stderr)
+
+        # A terminating Pod leaves its Service's endpoints only after the
+        # signal (kube-proxy reprograms asynchronously): keep serving that
+        # long first. shutdown() waits for serve_forever, which runs in the
+        # main thread.
+        def drain_then_stop():
+            time.sleep(DRAIN_SECONDS)
+            server.shutdown()
+        threading.Thread(target=drain_then_stop, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
