@@ -41,7 +41,7 @@ test-e2e: build image ## end-to-end tests on the local cluster they start themse
 run: ## local cluster + manager + default CR until Ready, then the Function controller as its Deployment configures it; Ctrl-C stops both
 	hack/run.sh
 
-bench: tools build ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run, and run buildless; real builds with npm dependencies; a registry clean-up round
+bench: tools build image ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run, and run buildless; real builds with npm dependencies; a registry clean-up round
 	go run ./tests/bench
 	go run ./tests/bench -scale
 	go run ./tests/bench -busy-namespace

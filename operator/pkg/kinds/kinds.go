@@ -33,6 +33,9 @@ func Managed() []Kind {
 		// configurations an older chart installed.
 		{GVK: gvk("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")},
 		{GVK: gvk("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")},
+		// Admission warnings about Functions (never rejections).
+		{GVK: gvk("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy")},
+		{GVK: gvk("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding")},
 		{GVK: gvk("", "v1", "ServiceAccount"), Namespaced: true},
 		{GVK: gvk("rbac.authorization.k8s.io", "v1", "Role"), Namespaced: true},
 		{GVK: gvk("rbac.authorization.k8s.io", "v1", "RoleBinding"), Namespaced: true},

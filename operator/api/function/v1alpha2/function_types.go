@@ -39,7 +39,8 @@ type FunctionSpec struct {
 	// +optional
 	ResourceConfiguration *ResourceConfiguration `json:"resourceConfiguration,omitempty"`
 
-	// ScaleConfig turns on autoscaling between minReplicas and maxReplicas.
+	// ScaleConfig turns on autoscaling between minReplicas and maxReplicas
+	// when minReplicas is below maxReplicas, in build mode only.
 	// Deprecated: scale the Function with its scale subresource instead.
 	// +optional
 	ScaleConfig *ScaleConfig `json:"scaleConfig,omitempty"`
@@ -183,8 +184,8 @@ type ResourceRequirements struct {
 }
 
 // ScaleConfig bounds autoscaling. minReplicas above maxReplicas is admitted,
-// as release 1.13 admits it; it fixes the replica count at minReplicas (no
-// autoscaler).
+// as release 1.13 admits it: then no autoscaler runs and the replica count
+// stays spec.replicas (admission and ConfigurationReady warn about it).
 type ScaleConfig struct {
 	// MinReplicas of the autoscaler.
 	// +kubebuilder:validation:Minimum=1

@@ -102,6 +102,10 @@ func TestDeploymentState(t *testing.T) {
 		{"rolled out but Pods gone", depWith(1, 1, availFalse, progDone), corev1.ConditionUnknown, v1alpha2.ReasonMinReplicasNotAvailable},
 		{"progress deadline exceeded", depWith(1, 1, availFalse, progFailed), corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed},
 		{"no progressing condition", depWith(1, 1, availTrue), corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady},
+		{"Pods cannot be created", depWith(1, 1, availFalse, progRolling, depCond(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate")),
+			corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed},
+		{"Pods created again", depWith(1, 1, availTrue, progDone, depCond(appsv1.DeploymentReplicaFailure, corev1.ConditionFalse, "FailedCreate")),
+			corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

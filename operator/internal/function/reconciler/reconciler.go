@@ -4,8 +4,10 @@
 // APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS at once cluster-wide), and keeps
 // its Deployment, Service and HPA, then writes the status once if it changed.
 //
-// Everything is read from the cache; progress of Jobs and Deployments
-// arrives by watch, so a pass never polls. Each step is one file.
+// Everything is read from the cache, and progress of Jobs and Deployments
+// arrives by watch, so a pass never polls, with one exception: a rollout
+// that stopped progressing, whose Pods are read from the API server now and
+// then to name the cause (step rollout). Each step is one file.
 package reconciler
 
 import (
@@ -159,6 +161,7 @@ func (r *Reconciler) buildSteps() []step {
 		{"service", r.service(func(p *pass) *corev1.Service { return resources.Service(p.in) })},
 		{"hpa", r.hpa},
 		{"running", r.running},
+		{"rollout", r.rollout},
 	}
 }
 
@@ -176,6 +179,7 @@ func (r *Reconciler) buildlessSteps() []step {
 		{"leftovers", r.removeLeftovers},
 		{"service", r.service(func(p *pass) *corev1.Service { return resources.BuildlessService(p.fn) })},
 		{"running", r.running},
+		{"rollout", r.rollout},
 	}
 }
 

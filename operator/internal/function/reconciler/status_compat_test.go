@@ -126,7 +126,8 @@ func TestMirrorStatus(t *testing.T) {
 			if tt.git != nil {
 				fn.Spec.Source = v1alpha2.Source{GitRepository: tt.git}
 			}
-			p := &pass{fn: fn, status: tt.status}
+			cfg := testConfig(t)
+			p := &pass{fn: fn, status: tt.status, in: resources.Inputs{Function: fn, Config: &cfg}}
 			mirrorStatus(p)
 			assert.Equal(t, tt.wantGit, p.status.GitRepository)
 			assert.Equal(t, tt.wantMsg, condition(&p.status, v1alpha2.ConditionConfigurationReady).Message)

@@ -73,12 +73,17 @@ func firstRolloutWait(p *pass, dep *appsv1.Deployment) time.Duration {
 
 // deploymentState reads a Deployment's conditions. A Deployment the
 // Deployment controller has not looked at yet is waiting, not failed (bug
-// §11.15); missing minimum replicas is reported only once the rollout is
-// over (during every rollout Available is False for a moment).
+// §11.15); Pods it cannot create (ReplicaFailure, e.g. a ResourceQuota)
+// fail it at once; missing minimum replicas is reported only once the
+// rollout is over (during every rollout Available is False for a moment).
 func deploymentState(dep *appsv1.Deployment) (corev1.ConditionStatus, string, string) {
 	waiting := fmt.Sprintf("Deployment %s is not ready yet", dep.Name)
 	if dep.Status.ObservedGeneration < dep.Generation {
 		return corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting, waiting
+	}
+	if rf := replicaFailure(dep); rf != nil {
+		return corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed,
+			fmt.Sprintf("Deployment %s cannot create its Pods: %s: %s", dep.Name, rf.Reason, rf.Message)
 	}
 	avail := deploymentCondition(dep, appsv1.DeploymentAvailable)
 	prog := deploymentCondition(dep, appsv1.DeploymentProgressing)
@@ -101,6 +106,15 @@ func deploymentCondition(dep *appsv1.Deployment, t appsv1.DeploymentConditionTyp
 		if dep.Status.Conditions[i].Type == t {
 			return &dep.Status.Conditions[i]
 		}
+	}
+	return nil
+}
+
+// replicaFailure is the Deployment's True ReplicaFailure condition (its
+// ReplicaSet cannot create Pods), or nil.
+func replicaFailure(dep *appsv1.Deployment) *appsv1.DeploymentCondition {
+	if c := deploymentCondition(dep, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
+		return c
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -61,23 +60,17 @@ func onlyBuildNews(old, cur *v1alpha2.FunctionStatus) bool {
 	return equality.Semantic.DeepEqual(*old, *st)
 }
 
-// deprecatedRuntime leads the ConfigurationReady message of a Function on a
-// deprecated runtime, as release 1.13 flags it (a message starting with
-// "Warning" is a Warning event there and here).
-const deprecatedRuntime = "Warning: runtime %s is deprecated and will be removed in the future. "
-
-// mirrorStatus derives the status fields that repeat others: the
-// deprecation warning on ConfigurationReady True, and status.gitRepository
-// (release 1.13's field) from the top-level commit, reference and baseDir
-// that 1.8.4's clients read.
+// mirrorStatus derives the status fields that repeat others: the spec
+// warnings leading ConfigurationReady's message while it is True
+// (specWarnings), and status.gitRepository (release 1.13's field) from the
+// top-level commit, reference and baseDir that 1.8.4's clients read.
 func mirrorStatus(p *pass) {
 	if c := condition(&p.status, v1alpha2.ConditionConfigurationReady); c != nil {
-		for _, rt := range v1alpha2.Runtimes() {
-			c.Message = strings.TrimPrefix(c.Message, fmt.Sprintf(deprecatedRuntime, rt))
+		var warnings []string
+		if c.Status == corev1.ConditionTrue {
+			warnings = specWarnings(p.fn, p.in.Config)
 		}
-		if c.Status == corev1.ConditionTrue && p.fn.Spec.Runtime.Deprecated() {
-			c.Message = fmt.Sprintf(deprecatedRuntime, p.fn.Spec.Runtime) + c.Message
-		}
+		c.Message = withWarnings(c.Message, warnings)
 	}
 	st := &p.status
 	repo := p.fn.Spec.Source.GitRepository
@@ -105,11 +98,12 @@ type statusEvent struct{ kind, reason, action, message string }
 
 // statusEvents are the events a status change is worth: a Warning when a
 // condition becomes False (or fails for another reason) or its message
-// starts with "Warning" (a deprecated runtime), and a Normal when
-// a condition that was False becomes True again, closing that Warning.
+// leads with a spec warning it did not have (specWarnings), and a Normal
+// when a condition that was False becomes True again, closing that Warning.
 // Progress that goes as expected is in the status only: an event is a
 // write, and one per Function per build would be most of a quiet
-// Function's API traffic. Repeats of the same condition emit nothing.
+// Function's API traffic. Repeats of the same condition, and a new message
+// behind the same warnings, emit nothing.
 func statusEvents(old, cur *v1alpha2.FunctionStatus) []statusEvent {
 	var out []statusEvent
 	for _, c := range cur.Conditions {
@@ -118,11 +112,18 @@ func statusEvents(old, cur *v1alpha2.FunctionStatus) []statusEvent {
 			continue
 		}
 		switch {
-		case c.Status == corev1.ConditionFalse || strings.HasPrefix(c.Message, "Warning"):
+		case c.Status == corev1.ConditionFalse || newWarning(prevMessage(prev), c.Message):
 			out = append(out, statusEvent{corev1.EventTypeWarning, c.Reason, "Reconcile", c.Message})
 		case c.Status == corev1.ConditionTrue && prev != nil && prev.Status == corev1.ConditionFalse:
 			out = append(out, statusEvent{corev1.EventTypeNormal, c.Reason, "Reconcile", c.Message})
 		}
 	}
 	return out
+}
+
+func prevMessage(c *v1alpha2.Condition) string {
+	if c == nil {
+		return ""
+	}
+	return c.Message
 }

@@ -267,6 +267,13 @@ func buildlessEnv(fn *v1alpha2.Function, cfg *config.Config, family runtimeFamil
 	for _, e := range fn.Spec.Env {
 		env = append(env, *e.DeepCopy())
 	}
+	return append(env, buildlessSourceEnv(fn, family)...)
+}
+
+// buildlessSourceEnv are the variables after spec.env: the inline source
+// and the handler's path.
+func buildlessSourceEnv(fn *v1alpha2.Function, family runtimeFamily) []corev1.EnvVar {
+	var env []corev1.EnvVar
 	if inline := fn.Spec.Source.Inline; inline != nil {
 		env = append(env,
 			corev1.EnvVar{Name: "FUNC_HANDLER_SOURCE", Value: inline.Source},

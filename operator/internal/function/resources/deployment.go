@@ -42,10 +42,6 @@ func Deployment(in Inputs) *appsv1.Deployment {
 	meta := childMeta(fn, "-")
 	meta.Annotations = map[string]string{AnnotationPodAnnotationKeys: strings.Join(slices.Sorted(maps.Keys(fn.Spec.Annotations)), ",")}
 
-	annotations := make(map[string]string, len(fn.Spec.Annotations)+1)
-	maps.Copy(annotations, fn.Spec.Annotations)
-	annotations[AnnotationIstioProxyConfig] = IstioProxyConfig
-
 	volumes, secretMounts := secretVolumes(fn.Spec.SecretMounts, volumeTmpDir)
 	volumes = append([]corev1.Volume{{Name: volumeTmpDir, VolumeSource: corev1.VolumeSource{
 		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("100Mi"))},
@@ -61,7 +57,7 @@ func Deployment(in Inputs) *appsv1.Deployment {
 			RevisionHistoryLimit: ptr.To[int32](0),
 			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(fn)},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(fn), Annotations: annotations},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(fn), Annotations: podAnnotations(fn)},
 				Spec: corev1.PodSpec{
 					SecurityContext:    PodSecurityContext(fn),
 					ServiceAccountName: in.Config.ImagePullAccountName,
@@ -169,6 +165,15 @@ func probe(initialDelay, period, timeout, failureThreshold int32) *corev1.Probe 
 	}
 }
 
+// podAnnotations are the Pod template's annotations: spec.annotations,
+// overlaid by the Istio proxy configuration 1.8.4 sets.
+func podAnnotations(fn *v1alpha2.Function) map[string]string {
+	out := make(map[string]string, len(fn.Spec.Annotations)+1)
+	maps.Copy(out, fn.Spec.Annotations)
+	out[AnnotationIstioProxyConfig] = IstioProxyConfig
+	return out
+}
+
 // functionEnv is the function container's env in 1.8.4's order: spec.env,
 // then the injected variables (contract §3.4). Order matters: a different
 // order rolls the Pods.
@@ -184,7 +189,14 @@ func functionEnv(in Inputs) []corev1.EnvVar {
 		}
 		env = append(env, e)
 	}
-	env = append(env, corev1.EnvVar{Name: "FUNC_RUNTIME", Value: string(fn.Spec.Runtime)})
+	return append(env, injectedEnv(in)...)
+}
+
+// injectedEnv are the variables after spec.env: where spec.env names one
+// of them too, the container gets this value (Kubernetes takes the last).
+func injectedEnv(in Inputs) []corev1.EnvVar {
+	fn := in.Function
+	env := []corev1.EnvVar{{Name: "FUNC_RUNTIME", Value: string(fn.Spec.Runtime)}}
 	if isPython(fn.Spec.Runtime) {
 		env = append(env,
 			corev1.EnvVar{Name: "PYTHONPATH", Value: pythonPath},

@@ -32,9 +32,12 @@ var tiers = map[schema.GroupKind]int{
 	{Group: "batch", Kind: "Job"}:                           7,
 	{Group: "batch", Kind: "CronJob"}:                       7,
 	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: 7,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: 9,
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   9,
-	{Group: "apiregistration.k8s.io", Kind: "APIService"}:                           9,
+	// The Function admission policy only warns: nothing waits for it.
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        8,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: 8,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}:   9,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:     9,
+	{Group: "apiregistration.k8s.io", Kind: "APIService"}:                             9,
 }
 
 // unknownTier is for kinds the table does not know: after the workloads,

@@ -34,6 +34,9 @@ package reconciler
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;delete,resourceNames=serverless-manager-role;serverless-manager-rolebinding
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;delete,resourceNames=validation.webhook.serverless.kyma-project.io;defaulting.webhook.serverless.kyma-project.io
+// The admission policy that warns about Functions, and its binding:
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=list;watch;create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;patch;delete,resourceNames=serverless-function-warnings
 //
 // The Function controller's ClusterRole (charts/serverless/files/function-controller-rbac),
 // which the manager also uses to delete the controller's copies in user
