@@ -2,13 +2,12 @@
 
 package e2e
 
-// End-to-end tests of Git Functions: a Git server this test starts on
-// loopback (smart HTTP by `git http-backend`, basic auth; gittest) serves a
-// repository made with the git CLI. The Function controller runs here (see
-// function_test.go), so it reaches the server; the build Pods are simulated
-// by kwok, so their init container (`function-controller fetch`) does not
-// really run here — operator/cmd/function-controller's TestFetchSubcommand
-// runs it as a process against the same kind of server.
+// End-to-end tests of Git Functions: a Git server this test starts (smart
+// HTTP by `git http-backend`, basic auth; gittest) serves a repository made
+// with the git CLI at the real node's address, where Pods reach this
+// machine. The Function controller's Pod resolves references there, the
+// build Pod's init container (`function-controller fetch`) clones the
+// commit, and the Function's Pod answers with what that commit holds.
 
 import (
 	"testing"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/gittest"
+	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
 func gitFunction(ns, name, url, reference, secret string) *v1alpha2.Function {
@@ -42,7 +42,7 @@ func gitCredentials(ns, name, password string) *corev1.Secret {
 	}
 }
 
-// fetchedCommit is the commit the Function's build Jobs fetch (all of them).
+// fetchedCommits are the commits the Function's build Jobs fetch (all of them).
 func (f *fnEnv) fetchedCommits(ns, name string) []string {
 	f.t.Helper()
 	jobs, _, _, _, err := f.children(f.t.Context(), ns, name)
@@ -62,8 +62,16 @@ func (f *fnEnv) fetchedCommits(ns, name string) []string {
 	return out
 }
 
+// answers waits until the Git Function's Service answers with body: the
+// handler of the commit it runs.
+func (f *fnEnv) answers(ns, name, body string) {
+	f.t.Helper()
+	f.cluster.WaitForAnswer(f.t, time.Minute, ns, name, "/", func(got string) bool { return got == body }, f.dumpsFor(ns, name)...)
+}
+
 func TestGitFunctions(t *testing.T) {
-	srv := gittest.NewHTTPServer(t, "alice", "s3cret")
+	// Not on loopback: the controller's and the build's Pods clone from it.
+	srv := gittest.NewHTTPServer(t, "alice", "s3cret", gittest.ListenOn(framework.ClusterFor(t).NodeIP()))
 	repo := srv.Repo(t, "functions")
 	first := repo.Commit(map[string]string{
 		"fn/handler.js":   "module.exports = { main: () => 'v1' };\n",
@@ -92,6 +100,7 @@ func TestGitFunctions(t *testing.T) {
 		assert.Equal(t, []string{feature}, f.fetchedCommits(ns, "branch"))
 		assert.Equal(t, got.Status.BuiltImage, f.deployment(ns, "branch").Spec.Template.Spec.Containers[0].Image)
 		assert.Equal(t, 1, f.jobs.count(ns, "branch"))
+		f.answers(ns, "branch", "feature")
 	})
 	if t.Failed() {
 		return
@@ -106,6 +115,7 @@ func TestGitFunctions(t *testing.T) {
 		assert.Equal(t, after.Status.BuiltImage, f.deployment(ns, "branch").Spec.Template.Spec.Containers[0].Image)
 		assert.Contains(t, f.fetchedCommits(ns, "branch"), next)
 		f.requireJobsStay(ns, "branch", 2, "exactly one new build")
+		f.answers(ns, "branch", "feature 2")
 	})
 
 	t.Run("tag and commit references", func(t *testing.T) {
@@ -118,6 +128,8 @@ func TestGitFunctions(t *testing.T) {
 		}
 		tag, commit := f.waitRunning(ns, "tag"), f.waitRunning(ns, "commit")
 		assert.NotEqual(t, tag.Status.BuiltImage, commit.Status.BuiltImage, "one image per Function (uid in the tag)")
+		f.answers(ns, "tag", "v1")
+		f.answers(ns, "commit", "v1")
 	})
 
 	t.Run("a reference edit acts at once", func(t *testing.T) {
@@ -128,6 +140,7 @@ func TestGitFunctions(t *testing.T) {
 		})
 		f.waitRunning(ns, "tag")
 		f.requireJobsStay(ns, "tag", jobs+1, "one build for the new reference")
+		f.answers(ns, "tag", "feature 2")
 	})
 
 	t.Run("a wrong password gives a clear reason, the fixed Secret recovers", func(t *testing.T) {
@@ -146,5 +159,6 @@ func TestGitFunctions(t *testing.T) {
 		require.NoError(t, f.c.Update(ctx, secret))
 		got = f.waitFunction(ns, "auth", "to recover after the retry backoff", 2*time.Minute, isRunning)
 		assert.Equal(t, first, got.Status.Commit)
+		f.answers(ns, "auth", "v1")
 	})
 }

@@ -2,9 +2,15 @@
 
 package e2e
 
+// The module installed where the served Serverless CR is, outside the
+// manager's namespace: there the Function controller and the internal
+// registry run as real Pods on the real node, build a user's Function and
+// run it; the CR's deletion, or its namespace's, leaves nothing behind.
+
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +66,10 @@ func (e *env) moduleObjectsIn(namespace string) []string {
 func TestServerlessInAnotherNamespace(t *testing.T) {
 	e := startManager(t)
 	ctx := t.Context()
+	// The module's Pods there run on the real node (kyma-system's stay on
+	// the simulated ones: newEnv).
 	team := e.cluster.Namespace(t, "team")
+	require.NoError(t, e.cluster.PlacePods(ctx, team, framework.RealNode))
 	key := types.NamespacedName{Namespace: team, Name: "default"}
 	dumps := []func() string{
 		framework.DumpObject(e.c, &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "default"}}),
@@ -100,13 +109,28 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: managerBinding}, rb.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: module.Manager().ServiceAccount, Namespace: ns}}, rb.Subjects)
 
-	// The Function controller of that installation (run as its Deployment
-	// there configures it, under its ServiceAccount there) builds and runs
-	// a Function of a user namespace from the copies of team's base objects.
+	// The Function controller of that installation (its Pod in team, under
+	// its ServiceAccount there) builds a Function of a user namespace from
+	// the copies of team's base objects, pushes it to team's registry, and
+	// the Function's Pod runs it and answers.
 	f := e.functionControllerIn(team)
 	fnNS := e.cluster.Namespace(t, "functions")
 	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "hello", v1alpha2.RuntimeNodejs22, "hello from "+team)))
-	f.waitRunning(fnNS, "hello")
+	fnDumps := append(f.dumpsFor(fnNS, "hello"), e.cluster.DumpPodLogs(team, controllerLabels, 40))
+	fn := &v1alpha2.Function{}
+	framework.WaitFor(t, 3*time.Minute, "Function "+fnNS+"/hello to be Running", func(ctx context.Context) (bool, string, error) {
+		if err := f.fcs.Get(ctx, types.NamespacedName{Namespace: fnNS, Name: "hello"}, fn); err != nil {
+			return false, "", err
+		}
+		return isRunning(fn), describeFunction(fn), nil
+	}, fnDumps...)
+	assert.Equal(t, 1, f.jobs.count(fnNS, "hello"), "one build")
+	registry := &corev1.Service{}
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: module.RegistryServiceName}, registry))
+	require.NotEmpty(t, registry.Spec.Ports)
+	assert.True(t, strings.HasPrefix(fn.Status.BuiltImage, fmt.Sprintf("localhost:%d/", registry.Spec.Ports[0].NodePort)),
+		"the image %s is pulled from %s's registry (its NodePort)", fn.Status.BuiltImage, team)
+	e.cluster.WaitForAnswer(t, time.Minute, fnNS, "hello", "/", func(body string) bool { return body == "hello from "+team }, fnDumps...)
 	require.NoError(t, f.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: "hello"}}))
 	f.waitFunctionGone(fnNS, "hello")
 
@@ -114,7 +138,8 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	before := &appsv1.Deployment{}
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: controllerName}, before))
 	require.NoError(t, e.c.Delete(ctx, before))
-	framework.WaitFor(t, 30*time.Second, "a new controller Deployment to be available in "+team, func(ctx context.Context) (bool, string, error) {
+	// Its new Pod really starts: image cached, but the probes take their time.
+	framework.WaitFor(t, 2*time.Minute, "a new controller Deployment to be available in "+team, func(ctx context.Context) (bool, string, error) {
 		d := &appsv1.Deployment{}
 		err := e.c.Get(ctx, types.NamespacedName{Namespace: team, Name: controllerName}, d)
 		return err == nil && d.UID != before.UID && d.Status.AvailableReplicas == 1, "", client.IgnoreNotFound(err)
@@ -182,7 +207,9 @@ func (e *env) controllerEnvIn(namespace string) map[string]string {
 func TestNamespaceOfTheServedCRDeleted(t *testing.T) {
 	e := startManager(t)
 	ctx := t.Context()
-	team := e.cluster.Namespace(t, "team")
+	// Simulated Pods: the test is about the uninstall and the namespace's
+	// deletion, not about what the module's Pods do.
+	team := e.cluster.SimulatedNamespace(t, "team")
 	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "default"},
 		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)}}}
 	require.NoError(t, e.c.Create(ctx, cr))
@@ -222,8 +249,8 @@ func TestNamespaceOfTheServedCRDeleted(t *testing.T) {
 	}, dumps...)
 }
 
-// functionControllerIn runs the Function controller as the Deployment of
-// the module installed in namespace configures it.
+// functionControllerIn is the Function clients for the module installed in
+// namespace, once its controller's Pod is Ready.
 func (e *env) functionControllerIn(namespace string) *fnEnv {
 	e.t.Helper()
 	s := runtime.NewScheme()
@@ -233,6 +260,7 @@ func (e *env) functionControllerIn(namespace string) *fnEnv {
 	require.NoError(e.t, err)
 	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
 	require.NoError(e.t, err)
+	e.currentControllerPod(namespace, 2*time.Minute)
 	return &fnEnv{env: e, fcs: fcs, jobs: watchJobs(e.t, wc)}
 }
 

@@ -2,10 +2,14 @@
 
 package e2e
 
+// Rollouts of the module's Deployments: what rolls the Function
+// controller's Pod (on the real node, where the new Pod really starts and
+// logs) and what does not, and Pods the API server refuses shown on the CR
+// at once.
+
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,53 +62,35 @@ func (e *env) controllerRollout(ctx context.Context) (rollout, error) {
 	return rollout{generation: d.Generation, revision: d.Annotations["deployment.kubernetes.io/revision"], replicaSets: n, template: d.Spec.Template}, nil
 }
 
-// firstLogLine is the first line the current run of p wrote.
-func firstLogLine(p *framework.Process) string {
-	data, err := os.ReadFile(p.LogPath())
-	if err != nil {
-		return ""
-	}
-	log := string(data)
-	if i := strings.LastIndex(log, "\n=== "); i >= 0 {
-		log = log[i+1:]
-	}
-	lines := strings.Split(log, "\n")
-	if len(lines) < 2 {
-		return ""
-	}
-	return lines[1]
-}
-
-// waitLogFormat waits for the first log line of the controller's current
-// run and checks it is JSON or not.
-func waitLogFormat(t *testing.T, p *framework.PodProcess, json bool) {
-	t.Helper()
-	framework.WaitFor(t, 30*time.Second, "the Function controller's first log line", func(context.Context) (bool, string, error) {
-		line := firstLogLine(p.Process)
+// waitLogFormat waits for the first log line of the controller's Pod and
+// checks it is JSON or not.
+func (e *env) waitLogFormat(pod *corev1.Pod, json bool) {
+	e.t.Helper()
+	var line string
+	framework.WaitFor(e.t, time.Minute, "the first log line of the Function controller's Pod "+pod.Name, func(ctx context.Context) (bool, string, error) {
+		log, err := e.cluster.PodLog(ctx, pod.Namespace, pod.Name, "")
+		if err != nil {
+			return false, "", err
+		}
+		line, _, _ = strings.Cut(log, "\n")
 		return line != "", line, nil
-	}, framework.DumpLog(p.Process, 20))
-	line := firstLogLine(p.Process)
-	assert.Equal(t, json, strings.HasPrefix(line, "{"), "JSON log line expected: %t, got %q", json, line)
+	}, e.cluster.DumpPodLogs(pod.Namespace, controllerLabels, 20))
+	assert.Equal(e.t, json, strings.HasPrefix(line, "{"), "JSON log line expected: %t, got %q", json, line)
 }
 
 // The controller reads its log format at start: a logFormat change rolls its
-// Pod template exactly once, so the next Pod logs in the new format; a
-// logLevel change (reloaded from the mounted file) and a change the
-// controller does not read do not touch the template.
+// Pod template exactly once, and the new Pod (on the real node) logs in the
+// new format; a logLevel change (reloaded from the mounted file) and
+// changes the controller does not read do not touch the template, and its
+// Pod goes on running.
 func TestLogFormatRollsTheControllerOnce(t *testing.T) {
 	e := startManager(t)
 	ctx := t.Context()
+	e.placeModule(framework.RealNode)
 	e.applySample("default-serverless-cr.yaml")
 	e.waitState("default", v1alpha1.StateReady)
-
-	fc, err := e.cluster.StartFunctionController(ctx, "function-controller-"+t.Name())
-	require.NoError(t, err)
-	t.Cleanup(func() { // before startManager's cleanup: the controller stops before its ServiceAccount goes
-		if err := fc.Stop(); err != nil {
-			t.Errorf("stopping the Function controller: %v", err)
-		}
-	})
-	waitLogFormat(t, fc, true)
+	pod := e.currentControllerPod(ns, 2*time.Minute)
+	e.waitLogFormat(pod, true)
 
 	before, err := e.controllerRollout(ctx)
 	require.NoError(t, err)
@@ -124,11 +111,16 @@ func TestLogFormatRollsTheControllerOnce(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, before, now, "%s must not change the controller's Pod template", u.name)
 	}
-	exited, _ := fc.Exited()
-	assert.False(t, exited, "the controller keeps running")
-	framework.WaitFor(t, 30*time.Second, "the running controller to switch to debug", func(context.Context) (bool, string, error) {
-		return fc.LogHas(`"log level changed","level":"debug"`), "", nil
-	}, framework.DumpLog(fc.Process, 20))
+	// kubelet refreshes the log configuration's volume on its sync (hack/node: 10 s).
+	framework.WaitFor(t, time.Minute, "the running controller to switch to debug", func(ctx context.Context) (bool, string, error) {
+		log, err := e.cluster.PodLog(ctx, ns, pod.Name, "")
+		return strings.Contains(log, `"log level changed","level":"debug"`), "", err
+	}, e.cluster.DumpPodLogs(ns, controllerLabels, 20))
+	same := e.currentControllerPod(ns, 10*time.Second)
+	assert.Equal(t, pod.UID, same.UID, "the controller's Pod keeps running")
+	for _, cs := range same.Status.ContainerStatuses {
+		assert.Zero(t, cs.RestartCount, "container %s restarted", cs.Name)
+	}
 
 	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogFormat = "text" })
 	cr := e.waitState("default", v1alpha1.StateReady)
@@ -145,17 +137,17 @@ func TestLogFormatRollsTheControllerOnce(t *testing.T) {
 	delete(after.template.Annotations, logFormatAnnotation)
 	assert.Equal(t, before.template, after.template, "nothing but the log format changes in the Pod template")
 
-	// The local cluster only simulates the new Pod: run the controller as
-	// that Pod would, and it logs in the new format.
-	require.NoError(t, fc.Stop())
-	fc2, err := e.cluster.StartFunctionController(ctx, "function-controller-"+t.Name()+"-rolled")
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if err := fc2.Stop(); err != nil {
-			t.Errorf("stopping the Function controller: %v", err)
-		}
+	rolled := e.currentControllerPod(ns, 2*time.Minute)
+	assert.NotEqual(t, pod.UID, rolled.UID, "a new Pod")
+	e.waitLogFormat(rolled, false)
+	framework.WaitFor(t, time.Minute, "the old controller Pod to be gone", func(ctx context.Context) (bool, string, error) {
+		err := e.c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+		return apierrors.IsNotFound(err), "still there", client.IgnoreNotFound(err)
 	})
-	waitLogFormat(t, fc2, false)
+	last, err := e.controllerRollout(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, after.replicaSets, last.replicaSets, "still exactly one rollout")
+	assert.Equal(t, after.generation, last.generation, "still exactly one rollout")
 }
 
 // quota forbids every new Pod in the module namespace.
@@ -212,6 +204,11 @@ func (e *env) removeQuotaAndWaitReady() {
 // install and on a change that rolls the controller, not after the
 // 5-minute rollout timeout; lifting the quota brings Ready back.
 func TestReplicaFailuresShowAtOnce(t *testing.T) {
+	// The module's Pods stay on the simulated nodes (newEnv): the quota
+	// refuses them at admission, before any node is chosen, and what the
+	// test checks is the ReplicaSet's FailedCreate reaching the CR. Once the
+	// quota goes, simulated Pods are Ready at once, so Ready comes back
+	// without image pulls and container starts that test nothing here.
 	e := startManager(t)
 
 	e.addQuota()
@@ -225,4 +222,48 @@ func TestReplicaFailuresShowAtOnce(t *testing.T) {
 	assert.NotContains(t, meta.FindStatusCondition(cr.Status.Conditions, v1alpha1.ConditionDeploymentFailure).Message, registryName,
 		"the registry did not roll and keeps its Pod")
 	e.removeQuotaAndWaitReady()
+}
+
+// currentControllerPod waits until the Function controller Deployment in
+// namespace has a Ready Pod of its current template (its newest
+// ReplicaSet's pod-template-hash) and returns it: after a rollout, the Pod
+// the new configuration started.
+func (e *env) currentControllerPod(namespace string, timeout time.Duration) *corev1.Pod {
+	e.t.Helper()
+	var pod *corev1.Pod
+	framework.WaitFor(e.t, timeout, "a Ready Function controller Pod of the current template in "+namespace, func(ctx context.Context) (bool, string, error) {
+		d := &appsv1.Deployment{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: controllerName}, d); err != nil {
+			return false, "", err
+		}
+		if d.Status.ObservedGeneration != d.Generation {
+			return false, fmt.Sprintf("generation %d, observed %d", d.Generation, d.Status.ObservedGeneration), nil
+		}
+		rev := d.Annotations["deployment.kubernetes.io/revision"]
+		var rsList appsv1.ReplicaSetList
+		if err := e.c.List(ctx, &rsList, client.InNamespace(namespace)); err != nil {
+			return false, "", err
+		}
+		hash := ""
+		for _, rs := range rsList.Items {
+			if metav1.IsControlledBy(&rs, d) && rs.Annotations["deployment.kubernetes.io/revision"] == rev {
+				hash = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			}
+		}
+		if hash == "" {
+			return false, "no ReplicaSet of revision " + rev, nil
+		}
+		labels := map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}
+		for k, v := range d.Spec.Selector.MatchLabels {
+			labels[k] = v
+		}
+		p, err := e.cluster.ReadyPod(ctx, namespace, labels)
+		if err != nil {
+			return false, fmt.Sprintf("revision %s: %v", rev, err), nil
+		}
+		pod = p
+		return true, "", nil
+	}, framework.DumpPods(e.c, namespace), framework.DumpEvents(e.c, namespace),
+		e.cluster.DumpPodLogs(namespace, controllerLabels, 30))
+	return pod
 }
