@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,9 +23,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
@@ -253,4 +257,65 @@ func keys(m map[string]int) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// startBuildless installs the module for a small cluster in buildless mode,
+// its Pods on the real node.
+func startBuildless(t *testing.T) *fnEnv {
+	t.Helper()
+	e := startManager(t)
+	e.placeModule(framework.RealNode)
+	objs, err := manifest.ReadFile(filepath.Join(e.cluster.Root(), "config", "samples", "small-cluster-serverless-cr.yaml"))
+	require.NoError(t, err)
+	for _, o := range objs {
+		require.NoError(t, unstructured.SetNestedField(o.Object, v1alpha1.FunctionModeBuildless, "spec", "functionMode"))
+	}
+	require.NoError(t, e.cluster.Apply(t.Context(), ns, objs...))
+	e.waitState("default", v1alpha1.StateReady)
+	return newFnEnv(t, e)
+}
+
+// In buildless mode a Function's dependencies install in each new Pod; a
+// change whose install runs out of memory there (a dependency's install
+// script, from a package registry the test serves) reports Running=False
+// naming the OOM kill, and the previous version keeps answering.
+func TestBuildlessInstallOOMKilledKeepsThePreviousVersion(t *testing.T) {
+	f := startBuildless(t)
+	ctx := t.Context()
+	fnNS := f.cluster.Namespace(t, "oom")
+	npm, err := f.cluster.StartNPMRegistry(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = npm.Close() })
+	require.NoError(t, npm.Publish(framework.NPMPackage{Name: "greedy-install", Version: "1.0.0", Main: "index.js",
+		Files: map[string][]byte{
+			"index.js": []byte("module.exports = 'never loaded';\n"),
+			// more memory than the Function's limit, while npm installs it
+			"grab.js": []byte("const held = []; for (;;) held.push(Buffer.alloc(16 << 20, 1));\n"),
+		}, Scripts: map[string]string{"install": "node grab.js"}}))
+	require.NoError(t, f.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: "serverless-package-registry-config"},
+		StringData: map[string]string{".npmrc": npm.NPMRC()}}))
+
+	fn := versioned(fnNS, "fn", "v1")
+	fn.Spec.ResourceConfiguration = &v1alpha2.ResourceConfiguration{Function: &v1alpha2.ResourceRequirements{Profile: "XS"}}
+	require.NoError(t, f.fcs.Create(ctx, fn))
+	f.waitFunction(fnNS, "fn", "to run buildless", 3*time.Minute, isRunningBuildless)
+	f.cluster.WaitForAnswer(t, time.Minute, fnNS, "fn", "/", func(b string) bool { return b == "v1" }, f.dumpsFor(fnNS, "fn")...)
+	probe := f.cluster.KeepCalling(fnNS, "fn", "/", 200*time.Millisecond)
+
+	f.editFunction(fnNS, "fn", func(fn *v1alpha2.Function) {
+		fn.Spec.Source.Inline.Source = inline(fnNS, "fn", fn.Spec.Runtime, "v2").Spec.Source.Inline.Source
+		fn.Spec.Source.Inline.Dependencies = `{ "name": "fn", "version": "1.0.0", "dependencies": { "greedy-install": "1.0.0" } }`
+	})
+	failed := f.waitFunction(fnNS, "fn", "to name the OOM kill", 3*time.Minute, func(fn *v1alpha2.Function) bool {
+		c := condition(fn, v1alpha2.ConditionRunning)
+		return c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "OOMKilled")
+	})
+	c := condition(failed, v1alpha2.ConditionRunning)
+	assert.Equal(t, v1alpha2.ReasonDeploymentFailed, c.Reason)
+	assert.Contains(t, c.Message, "the previous version keeps serving")
+	t.Logf("Running=False %s: %s", c.Reason, c.Message)
+	assert.Positive(t, npm.Downloads("greedy-install", "1.0.0"), "the install ran in the new Pod")
+	got := probe.Stop()
+	assert.Empty(t, got.Failures, "the previous version answered every call (%d)", got.Calls)
+	assert.Equal(t, []string{"v1"}, keys(got.Bodies), "only the previous version answered")
 }

@@ -40,14 +40,18 @@ type npmVersion struct {
 	tarball           []byte
 	shasum, integrity string
 	dependencies      map[string]string
+	// npm runs a dependency's install scripts only when the package
+	// document says it has some
+	hasInstallScript bool
 }
 
 // NPMPackage is one version of a package: package.json is made from Name,
-// Version, Main and Dependencies; Files holds the rest (path → content).
+// Version, Main, Dependencies and Scripts (npm runs a dependency's install
+// scripts when it installs it); Files holds the rest (path → content).
 type NPMPackage struct {
-	Name, Version, Main string
-	Dependencies        map[string]string
-	Files               map[string][]byte
+	Name, Version, Main   string
+	Dependencies, Scripts map[string]string
+	Files                 map[string][]byte
 }
 
 // StartNPMRegistry serves an empty registry until ctx ends or Close.
@@ -89,6 +93,9 @@ func (r *NPMRegistry) Publish(p NPMPackage) error {
 	if len(p.Dependencies) > 0 {
 		manifest["dependencies"] = p.Dependencies
 	}
+	if len(p.Scripts) > 0 {
+		manifest["scripts"] = p.Scripts
+	}
 	pj, err := json.MarshalIndent(manifest, "", "  ")
 	if err != nil {
 		return err
@@ -109,7 +116,8 @@ func (r *NPMRegistry) Publish(p NPMPackage) error {
 		r.packages[p.Name] = map[string]npmVersion{}
 	}
 	r.packages[p.Name][p.Version] = npmVersion{tarball: tgz, shasum: hex.EncodeToString(sha[:]),
-		integrity: "sha512-" + base64.StdEncoding.EncodeToString(sum[:]), dependencies: p.Dependencies}
+		integrity: "sha512-" + base64.StdEncoding.EncodeToString(sum[:]), dependencies: p.Dependencies,
+		hasInstallScript: p.Scripts["preinstall"] != "" || p.Scripts["install"] != "" || p.Scripts["postinstall"] != ""}
 	r.latest[p.Name] = p.Version
 	return nil
 }
@@ -159,7 +167,7 @@ func (r *NPMRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	sort.Strings(keys)
 	for _, v := range keys {
-		entry := map[string]any{"name": name, "version": v, "dist": map[string]string{
+		entry := map[string]any{"name": name, "version": v, "hasInstallScript": versions[v].hasInstallScript, "dist": map[string]string{
 			"tarball":   strings.TrimSuffix(r.URL, "/") + "/" + name + "/-/" + unscoped(name) + "-" + v + ".tgz",
 			"shasum":    versions[v].shasum,
 			"integrity": versions[v].integrity,

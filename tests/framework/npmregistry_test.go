@@ -45,3 +45,23 @@ func TestNPMRegistryServesNPM(t *testing.T) {
 	assert.Equal(t, 1, r.Downloads("drift-demo", "1.0.0"))
 	assert.Equal(t, 1, r.Downloads("drift-demo", "1.1.0"))
 }
+
+// npm runs the install script of a dependency the registry serves.
+func TestNPMRegistryInstallScripts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	r := serveNPMRegistry(t.Context(), ln)
+	t.Cleanup(func() { _ = r.Close() })
+	require.NoError(t, r.Publish(NPMPackage{Name: "scripted", Version: "1.0.0",
+		Scripts: map[string]string{"install": `node -e "require('fs').writeFileSync('ran', 'yes')"`}}))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"fn","version":"1.0.0","dependencies":{"scripted":"1.0.0"}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".npmrc"), []byte(r.NPMRC()), 0o644))
+	cmd := exec.CommandContext(t.Context(), "npm", "install", "--no-audit", "--no-fund", "--cache", filepath.Join(dir, ".cache"))
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "npm install: %s", out)
+	ran, err := os.ReadFile(filepath.Join(dir, "node_modules", "scripted", "ran"))
+	require.NoError(t, err, "the install script ran")
+	assert.Equal(t, "yes", string(ran))
+}
