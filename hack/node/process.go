@@ -73,7 +73,22 @@ func (n *node) checkAlive(component string) error {
 	if _, ok := n.daemonPID(component); ok {
 		return nil
 	}
-	return fmt.Errorf("%s exited; the end of %s:\n%s", component, n.logFile(component), tail(n.logFile(component), 20))
+	return fmt.Errorf("%s exited (%s); the end of %s:\n%s", component, n.pidState(component), n.logFile(component), tail(n.logFile(component), 20))
+}
+
+// pidState says what became of a daemon's recorded process, for messages.
+func (n *node) pidState(component string) string {
+	data, err := os.ReadFile(n.pidFile(component))
+	if err != nil {
+		return "no PID file: " + err.Error()
+	}
+	pid := strings.TrimSpace(string(data))
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return "PID " + pid + " is gone"
+	}
+	cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+	return fmt.Sprintf("PID %s: %.60s, command line %q", pid, stat, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 }
 
 // stop sends SIGTERM and, after its grace, SIGKILL; it returns once the
