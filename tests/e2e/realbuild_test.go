@@ -2,24 +2,25 @@
 
 package e2e
 
-// Real builds: the registry is the chart's software (distribution) running
-// here with htpasswd, configured as the module's external registry; build
-// Pods of Functions labelled buildrun.Label=process run their containers as
-// processes (tests/framework/buildrun): our prepare and build steps from
-// bin/, the dependency step with this machine's npm against the npm
-// registry. Python dependencies are not built here: PyPI is not reachable
-// from these machines (the Python layout is covered by operator/pkg/build's
-// tests with requirements that need no download).
+// Real builds against an external registry: the registry is the chart's
+// software (distribution) running as a process on this machine with
+// htpasswd, listening on the real node's address, configured as the
+// module's external registry. The module's Pods run on the real node: the
+// Function controller, its build Pods (our prepare and build steps, the
+// dependency step in the local runtime image with npm against the npm
+// registry) and the Functions' Pods, which pull what their build pushed.
+// The runtime base is the local runtime image in the node's registry.
+// Python dependencies are not built here: PyPI is not reachable from these
+// machines (the Python layout is covered by operator/pkg/build's tests with
+// requirements that need no download).
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
+	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,26 +37,38 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/tests/framework"
-	"github.com/kyma-project/serverless-manager/tests/framework/buildrun"
+)
+
+// The build Pod's steps (operator/internal/function/resources).
+const (
+	stepPrepare      = "prepare"
+	stepDependencies = "dependencies"
+	stepBuild        = "build"
 )
 
 // realBuilds is a module whose Function registry is a registry process
-// here, and a runner for the build Pods handed to it.
+// here, its Pods and its Functions' Pods on the real node.
 type realBuilds struct {
 	*fnEnv
-	reg    *framework.Registry
-	runner *buildrun.Runner
+	reg *framework.Registry
 }
 
-func startRealBuilds(t *testing.T, controllerEnv ...string) *realBuilds {
+// startRealBuilds runs the manager here (with managerArgs) and installs the
+// module with the registry process as its external registry; spec may
+// change the CR's spec before it is created.
+func startRealBuilds(t *testing.T, spec func(*v1alpha1.ServerlessSpec), managerArgs ...string) *realBuilds {
 	t.Helper()
-	e := startManager(t)
+	e := newEnv(t)
 	ctx := t.Context()
+	require.NoError(t, e.cluster.InstallManagerPrerequisites(ctx))
+	e.mgr = e.runManager("manager-"+t.Name(), nil, managerArgs...)
+	e.placeModule(framework.RealNode)
 
 	password := make([]byte, 16)
 	_, err := rand.Read(password)
 	require.NoError(t, err)
-	reg, err := framework.StartRegistry(ctx, "registry-"+t.Name(), filepath.Join(e.cluster.Root(), "bin", "assets"), t.TempDir(), "functions", hex.EncodeToString(password))
+	reg, err := e.cluster.StartRegistry(ctx, framework.RegistrySpec{Name: "registry-" + t.Name(), Dir: t.TempDir(),
+		Username: "functions", Password: hex.EncodeToString(password)})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, reg.Stop(), "stopping the registry") })
 
@@ -65,30 +78,20 @@ func startRealBuilds(t *testing.T, controllerEnv ...string) *realBuilds {
 	t.Cleanup(func() {
 		_ = e.c.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName}})
 	})
-	require.NoError(t, e.c.Create(ctx, &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
-		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(false), SecretName: ptrTo(secretName)}}}))
-	cr := e.waitState("default", v1alpha1.StateReady)
-	require.Equal(t, reg.Address, cr.Status.DockerRegistry)
-
-	f := newFnEnv(t, e) // TODO(real node): controllerEnv through the CR
-	r := &buildrun.Runner{Client: e.c, BinDir: filepath.Join(e.cluster.Root(), "bin"), Dir: t.TempDir(), PATH: os.Getenv("PATH")}
-	runCtx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		r.Run(runCtx, func(err error) { t.Errorf("running a build Pod: %v", err) })
-	}()
-	// Registered last, so it runs first: no build runs while the module goes.
-	t.Cleanup(func() { stop(); wg.Wait() })
-	return &realBuilds{fnEnv: f, reg: reg, runner: r}
-}
-
-func (b *realBuilds) pushBase(repo string) string {
-	b.t.Helper()
-	ref, err := b.reg.PushStandIn(repo)
-	require.NoError(b.t, err)
-	return ref
+	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
+		Spec: v1alpha1.ServerlessSpec{
+			DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(false), SecretName: ptrTo(secretName)},
+			// The real node has 2 CPUs: the smallest Function preset
+			// leaves room for builds beside the Functions' Pods.
+			DefaultRuntimePodPreset: "XS",
+		}}
+	if spec != nil {
+		spec(&cr.Spec)
+	}
+	require.NoError(t, e.c.Create(ctx, cr))
+	ready := e.waitState("default", v1alpha1.StateReady)
+	require.Equal(t, reg.Address, ready.Status.DockerRegistry)
+	return &realBuilds{fnEnv: newFnEnv(t, e), reg: reg}
 }
 
 // image pulls ref from the registry and lists its files.
@@ -103,11 +106,11 @@ func (b *realBuilds) image(ref string) (v1.Image, map[string]ociimage.Entry) {
 	return img, files
 }
 
-// buildOf is the runner's result for the newest build Pod of a Function.
-func (b *realBuilds) buildOf(ns, fn string) buildrun.Result {
-	b.t.Helper()
+// buildPod is the newest build Pod of a Function (the one its Job ran).
+func (f *fnEnv) buildPod(ns, fn string) *corev1.Pod {
+	f.t.Helper()
 	var pods corev1.PodList
-	require.NoError(b.t, b.c.List(b.t.Context(), &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha2.LabelFunctionName: fn}))
+	require.NoError(f.t, f.c.List(f.t.Context(), &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha2.LabelFunctionName: fn}))
 	var newest *corev1.Pod
 	for i := range pods.Items {
 		if _, build := pods.Items[i].Labels[batchv1.JobNameLabel]; !build {
@@ -117,76 +120,127 @@ func (b *realBuilds) buildOf(ns, fn string) buildrun.Result {
 			newest = &pods.Items[i]
 		}
 	}
-	require.NotNil(b.t, newest, "a build Pod of %s/%s", ns, fn)
-	res, ok := b.runner.Results()[newest.Name]
-	require.True(b.t, ok, "the runner ran build Pod %s", newest.Name)
-	return res
+	require.NotNil(f.t, newest, "a build Pod of %s/%s", ns, fn)
+	return newest
 }
 
-func realFunction(ns, fnName, base, greeting, deps string) *v1alpha2.Function {
-	fn := inline(ns, fnName, v1alpha2.RuntimeNodejs22, greeting)
-	fn.Labels = map[string]string{buildrun.Label: buildrun.Value}
-	fn.Spec.RuntimeImageOverride = base
+// stepLog is the log of one step (container) of a build Pod.
+func (f *fnEnv) stepLog(pod *corev1.Pod, step string) string {
+	f.t.Helper()
+	log, err := f.cluster.PodLog(f.t.Context(), pod.Namespace, pod.Name, step)
+	require.NoError(f.t, err)
+	return log
+}
+
+// stepTimes says how long each step of a finished build Pod ran, from its
+// container states (whole seconds: what kubelet records), and how long the
+// Pod took from its creation.
+func stepTimes(pod *corev1.Pod) string {
+	var parts []string
+	var last time.Time
+	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if term := s.State.Terminated; term != nil {
+			parts = append(parts, fmt.Sprintf("%s %.0fs", s.Name, term.FinishedAt.Sub(term.StartedAt.Time).Seconds()))
+			if term.FinishedAt.After(last) {
+				last = term.FinishedAt.Time
+			}
+		}
+	}
+	if !last.IsZero() {
+		parts = append(parts, fmt.Sprintf("Pod created to done %.0fs", last.Sub(pod.CreationTimestamp.Time).Seconds()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// isNumberHandler answers with what the is-number dependency says.
+func isNumberHandler(greeting string) string {
+	return fmt.Sprintf(`const isNumber = require("is-number");
+module.exports = { main: function (event, context) { return %q + ": 42 " + isNumber(42) + ", x " + isNumber("x"); } };
+`, greeting)
+}
+
+// realFunction is a Node.js Function with the given handler and package.json.
+func realFunction(ns, fnName, source, deps string) *v1alpha2.Function {
+	fn := inline(ns, fnName, v1alpha2.RuntimeNodejs22, "")
+	fn.Spec.Source.Inline.Source = source
 	fn.Spec.Source.Inline.Dependencies = deps
 	return fn
 }
 
-// runningDigest waits for the Function to run a pinned image and returns it.
-func (b *realBuilds) runningDigest(ns, fnName string, not string) string {
-	b.t.Helper()
-	fn := b.waitFunction(ns, fnName, "to run a new image by digest", 3*time.Minute, func(fn *v1alpha2.Function) bool {
+// runningDigest waits for the Function to run a pinned image other than
+// not and returns it.
+func (f *fnEnv) runningDigest(ns, fnName string, not string) string {
+	f.t.Helper()
+	fn := f.waitFunction(ns, fnName, "to run a new image by digest", 3*time.Minute, func(fn *v1alpha2.Function) bool {
 		return isRunning(fn) && strings.Contains(fn.Status.BuiltImage, "@sha256:") && fn.Status.BuiltImage != not
 	})
-	image := b.deployment(ns, fnName).Spec.Template.Spec.Containers[0].Image
-	assert.Equal(b.t, fn.Status.BuiltImage, image, "the Deployment runs the digest the build reported")
+	image := f.deployment(ns, fnName).Spec.Template.Spec.Containers[0].Image
+	assert.Equal(f.t, fn.Status.BuiltImage, image, "the Deployment runs the digest the build reported")
 	return image
 }
 
 func TestRealBuildsWithNpmDependencies(t *testing.T) {
-	b := startRealBuilds(t)
+	b := startRealBuilds(t, nil)
 	ctx := t.Context()
-	base := b.pushBase("function-runtime-nodejs22")
 	fnNS := b.cluster.Namespace(t, "realbuild")
-	deps := `{"name": "hello", "version": "1.0.0", "dependencies": {"is-number": "7.0.0"}}`
+	// npm runs the root package's postinstall in the dependency step: it
+	// reports, from inside that container, what the Pod's restrictions
+	// leave it (capabilities, no_new_privs, user, a write to the root).
+	deps := `{"name": "hello", "version": "1.0.0", "dependencies": {"is-number": "7.0.0"},
+  "scripts": {"postinstall": "grep -E 'CapEff|NoNewPrivs' /proc/self/status; echo uid=$(id -u); touch /x || true"}}`
 
-	// Source → dependency install → image pushed → Deployment on that digest → Running.
-	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "first", base, "hello", deps)))
+	// Source → dependency install → image pushed → Deployment on that
+	// digest → Running, answering with the dependency's result.
+	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "first", isNumberHandler("hello"), deps)))
 	first := b.runningDigest(fnNS, "first", "")
-	res := b.buildOf(fnNS, "first")
-	install, ok := res.Step("dependencies")
-	require.True(t, ok)
-	assert.Contains(t, install.Output, "added 1 package", "npm installed the dependency")
+	pod := b.buildPod(fnNS, "first")
+	install := b.stepLog(pod, stepDependencies)
+	t.Logf("first build: %s\n--- dependencies step:\n%s", stepTimes(pod), install)
+	assert.Contains(t, install, "added 1 package", "npm installed the dependency")
+	assert.Contains(t, b.stepLog(pod, stepPrepare), "kept layer: false")
+	t.Run("the dependency step is restricted, seen from inside", func(t *testing.T) {
+		assert.Regexp(t, `(?m)^CapEff:\s+0000000000000000$`, install, "no capabilities")
+		assert.Regexp(t, `(?m)^NoNewPrivs:\s+1$`, install, "no privilege escalation")
+		assert.Regexp(t, `(?m)^uid=1000$`, install, "user 1000")
+		assert.Regexp(t, `/x: Read-only file system`, install, "the root filesystem is read-only")
+	})
 	_, files := b.image(first)
 	for _, path := range []string{"usr/src/app/function/handler.js", "usr/src/app/function/package.json",
-		"usr/src/app/function/node_modules/is-number/package.json", "usr/local/share/runtime/runtime"} {
+		"usr/src/app/function/node_modules/is-number/package.json", "usr/src/app/server.mjs"} {
 		assert.Contains(t, files, path)
 	}
-	t.Logf("first build: %s", stepTimes(res))
+	b.cluster.WaitForAnswer(t, time.Minute, fnNS, "first", "/", func(body string) bool {
+		return body == "hello: 42 true, x false"
+	}, b.dumpsFor(fnNS, "first")...)
 
 	// A second Function with the same dependencies installs nothing.
-	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "second", base, "hi", deps)))
+	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "second", isNumberHandler("hi"), deps)))
 	second := b.runningDigest(fnNS, "second", "")
-	res = b.buildOf(fnNS, "second")
-	install, _ = res.Step("dependencies")
-	assert.Contains(t, install.Output, "dependencies kept: nothing to install")
 	assert.NotEqual(t, first, second)
-	t.Logf("same dependencies: %s", stepTimes(res))
+	pod = b.buildPod(fnNS, "second")
+	t.Logf("same dependencies: %s", stepTimes(pod))
+	assertKept(t, b.fnEnv, pod)
+	b.cluster.WaitForAnswer(t, time.Minute, fnNS, "second", "/", func(body string) bool {
+		return body == "hi: 42 true, x false"
+	}, b.dumpsFor(fnNS, "second")...)
 
-	// A source change rebuilds without reinstalling.
+	// A source change rebuilds without reinstalling; the new image answers.
 	b.editFunction(fnNS, "first", func(fn *v1alpha2.Function) {
-		fn.Spec.Source.Inline.Source = strings.Replace(fn.Spec.Source.Inline.Source, "hello", "hello again", 1)
+		fn.Spec.Source.Inline.Source = isNumberHandler("hello again")
 	})
 	changed := b.runningDigest(fnNS, "first", first)
-	res = b.buildOf(fnNS, "first")
-	install, _ = res.Step("dependencies")
-	assert.Contains(t, install.Output, "dependencies kept: nothing to install")
-	t.Logf("source change: %s", stepTimes(res))
+	pod = b.buildPod(fnNS, "first")
+	t.Logf("source change: %s", stepTimes(pod))
+	assertKept(t, b.fnEnv, pod)
 	_, files = b.image(changed)
 	assert.Contains(t, files, "usr/src/app/function/node_modules/is-number/package.json", "the kept dependency layer is in the new image")
+	b.cluster.WaitForAnswer(t, time.Minute, fnNS, "first", "/", func(body string) bool {
+		return body == "hello again: 42 true, x false"
+	}, b.dumpsFor(fnNS, "first")...)
 
 	// A dependency npm cannot install: BuildReady False with npm's words;
 	// nothing runs for it.
-	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "broken", base, "x",
+	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "broken", isNumberHandler("x"),
 		`{"name": "broken", "version": "1.0.0", "dependencies": {"no-such-package-kyma-serverless-e2e": "1.0.0"}}`)))
 	fn := b.waitFunction(fnNS, "broken", "to report the failed install", 3*time.Minute, func(fn *v1alpha2.Function) bool {
 		c := condition(fn, v1alpha2.ConditionBuildReady)
@@ -196,13 +250,19 @@ func TestRealBuildsWithNpmDependencies(t *testing.T) {
 	assert.Contains(t, msg, "step dependencies:")
 	assert.Contains(t, msg, "404", "npm's error is in the message")
 	assert.NotContains(t, msg, b.reg.Password)
+	_, deployments, _, _, err := b.children(ctx, fnNS, "broken")
+	require.NoError(t, err)
+	assert.Empty(t, deployments, "no Deployment for a Function that never built")
 	t.Logf("failed install: %s", msg)
 }
 
-func stepTimes(r buildrun.Result) string {
-	parts := make([]string, 0, len(r.Steps))
-	for _, s := range r.Steps {
-		parts = append(parts, fmt.Sprintf("%s %.1fs", s.Name, s.Duration.Seconds()))
-	}
-	return strings.Join(parts, ", ")
+// assertKept checks that a build found its dependency layer kept: prepare
+// says so, and the dependency step installed nothing (npm did not run: no
+// postinstall output, no "added").
+func assertKept(t *testing.T, f *fnEnv, pod *corev1.Pod) {
+	t.Helper()
+	assert.Contains(t, f.stepLog(pod, stepPrepare), "kept layer: true")
+	install := f.stepLog(pod, stepDependencies)
+	assert.Equal(t, "dependencies kept: nothing to install", strings.TrimSpace(install), "the dependency step's whole log")
+	assert.NotRegexp(t, regexp.MustCompile(`CapEff|added \d+ package`), install)
 }

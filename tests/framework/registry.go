@@ -14,20 +14,16 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/crypto/bcrypt"
-
-	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
-
-	"github.com/kyma-project/serverless-manager/tests/framework/podrun"
 )
 
 // Registry is the chart's registry software (distribution, built by
-// hack/tools.sh) running as a process on a loopback port, with htpasswd
-// authentication and filesystem storage as the chart configures it.
+// hack/tools.sh) running as a process on this machine, outside the
+// cluster as an external registry is, with htpasswd authentication and
+// filesystem storage as the chart configures it. It listens on the real
+// node's address, so build Pods push to it and the node pulls from it
+// (over plain HTTP: Cluster.TrustRegistry).
 type Registry struct {
 	*Process
 	// Address is host:port (plain HTTP).
@@ -36,6 +32,20 @@ type Registry struct {
 	Username, Password string
 	// Root is the storage directory (its bytes are what the registry uses).
 	Root string
+}
+
+// RegistrySpec says how to run a Registry.
+type RegistrySpec struct {
+	// Name names its log file.
+	Name string
+	// Dir holds its configuration and htpasswd file.
+	Dir string
+	// Storage is its root directory; default Dir/storage. A directory the
+	// chart's registry mounts as /var/lib/registry (e.g. a claim's volume)
+	// is laid out as that registry's.
+	Storage string
+	// Username and Password are the only credentials it accepts.
+	Username, Password string
 }
 
 // registryConfig is the chart's config.yml (charts/serverless/templates/
@@ -71,49 +81,60 @@ func HtpasswdLine(username, password string) ([]byte, error) {
 	return []byte(username + ":" + string(hash) + "\n"), nil
 }
 
-// StartRegistry starts a registry under dir with the given credentials and
-// waits until it answers (it refuses anonymous requests).
-func StartRegistry(ctx context.Context, name, binDir, dir, username, password string) (*Registry, error) {
-	port, err := podrun.FreeLoopbackPort()
+// StartRegistry starts a registry on a free port of the real node's
+// address, lets the node pull from it over plain HTTP and waits until it
+// answers (it refuses anonymous requests).
+func (c *Cluster) StartRegistry(ctx context.Context, spec RegistrySpec) (*Registry, error) {
+	host := c.NodeIP()
+	if host == "" {
+		return nil, errors.New("the cluster records no NODE_IP: no real node to serve")
+	}
+	port, err := freePort(host)
 	if err != nil {
 		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	root := filepath.Join(dir, "storage")
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	root := spec.Storage
+	if root == "" {
+		root = filepath.Join(spec.Dir, "storage")
+	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	line, err := HtpasswdLine(username, password)
+	line, err := HtpasswdLine(spec.Username, spec.Password)
 	if err != nil {
 		return nil, err
 	}
-	htpasswd := filepath.Join(dir, "htpasswd")
+	htpasswd := filepath.Join(spec.Dir, "htpasswd")
 	if err := os.WriteFile(htpasswd, line, 0o600); err != nil {
 		return nil, err
 	}
-	config := filepath.Join(dir, "config.yml")
+	config := filepath.Join(spec.Dir, "config.yml")
 	if err := os.WriteFile(config, fmt.Appendf(nil, registryConfig, root, addr), 0o644); err != nil {
 		return nil, err
 	}
+	if err := c.TrustRegistry(ctx, addr); err != nil {
+		return nil, fmt.Errorf("letting the node pull from %s: %w", addr, err)
+	}
 	proc, err := StartProcess(ProcessSpec{
-		Name: name,
-		Path: filepath.Join(binDir, "registry"),
+		Name: spec.Name,
+		Path: filepath.Join(c.root, "bin", "assets", "registry"),
 		Args: []string{"serve", config},
 		Env: []string{
 			"REGISTRY_AUTH=htpasswd", "REGISTRY_AUTH_HTPASSWD_REALM=Registry Realm", "REGISTRY_AUTH_HTPASSWD_PATH=" + htpasswd,
-			"REGISTRY_HTTP_SECRET=" + name,
+			"REGISTRY_HTTP_SECRET=" + spec.Name,
 		},
 		OnlyEnv: true,
 	})
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{Process: proc, Address: addr, Username: username, Password: password, Root: root}
+	r := &Registry{Process: proc, Address: addr, Username: spec.Username, Password: spec.Password, Root: root}
 	deadline := time.Now().Add(30 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		if exited, err := proc.Exited(); exited {
-			return nil, fmt.Errorf("registry %s exited: %v\n%s", name, err, proc.Tail(20))
+			return nil, fmt.Errorf("registry %s exited: %v\n%s", spec.Name, err, proc.Tail(20))
 		}
 		status, err := r.status(ctx)
 		if status == http.StatusUnauthorized {
@@ -122,7 +143,17 @@ func StartRegistry(ctx context.Context, name, binDir, dir, username, password st
 		last = fmt.Sprintf("status %d, error %v", status, err)
 		time.Sleep(100 * time.Millisecond)
 	}
-	return nil, errors.Join(fmt.Errorf("registry %s at %s did not answer within 30s (last: %s)\n%s", name, addr, last, proc.Tail(20)), proc.Stop())
+	return nil, errors.Join(fmt.Errorf("registry %s at %s did not answer within 30s (last: %s)\n%s", spec.Name, addr, last, proc.Tail(20)), proc.Stop())
+}
+
+// freePort is a TCP port of host nothing listens on now.
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (r *Registry) status(ctx context.Context) (int, error) {
@@ -130,7 +161,7 @@ func (r *Registry) status(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -176,44 +207,4 @@ func (r *Registry) Reference(ref string) (name.Reference, error) {
 func (r *Registry) Context(repository string) name.Repository {
 	repo, _ := name.NewRepository(r.Address+"/"+repository, name.Insecure)
 	return repo
-}
-
-// StandIn is a stand-in for a runtime image, which cannot be pulled on
-// these machines: one layer with a marker file naming it under
-// /usr/local/share/runtime, and the PATH and user a runtime image sets.
-func StandIn(name string) (v1.Image, error) {
-	dir, err := os.MkdirTemp("", "stand-in-")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	if err := os.WriteFile(filepath.Join(dir, "runtime"), []byte(name+" stand-in\n"), 0o644); err != nil {
-		return nil, err
-	}
-	layer, err := ociimage.DirLayer(dir, "/usr/local/share/runtime", time.Time{})
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.Config(img, v1.Config{Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, User: "1000"})
-}
-
-// PushStandIn pushes a StandIn as repo:test and returns its reference.
-func (r *Registry) PushStandIn(repo string) (string, error) {
-	img, err := StandIn(repo)
-	if err != nil {
-		return "", err
-	}
-	ref := r.Address + "/" + repo + ":test"
-	tag, err := r.Reference(ref)
-	if err != nil {
-		return "", err
-	}
-	if err := remote.Write(tag, img, r.Auth()); err != nil {
-		return "", fmt.Errorf("pushing %s: %w", ref, err)
-	}
-	return ref, nil
 }
