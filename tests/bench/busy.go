@@ -40,7 +40,7 @@ const (
 // to change), then samples. The objects are removed at the end.
 func runBusyNamespace() error {
 	ctx := context.Background()
-	b, release, err := prepare(ctx)
+	b, release, err := prepare(ctx, framework.Simulated)
 	if err != nil {
 		return err
 	}

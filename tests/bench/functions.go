@@ -1,22 +1,30 @@
 package main
 
 // The Function scenario (-functions): 300 inline Functions, an equal share
-// of each runtime (75 of each of 4), over 10 namespaces, created at once while the Function controller
-// runs as its chart Deployment configures it (framework.StartFunctionController,
-// 5 simultaneous builds: the CR's default functionBuildMaxSimultaneousJobs).
-// It prints the time until all are Running, the controller's requests per
-// Function from the audit log (with a breakdown by verb and resource), its
-// requests while idle and after a restart, and its memory, next to the
-// figures of the published 1.8.4 controller and the targets of issue 12.
+// of each runtime (75 of each of 4), over 10 namespaces, created at once
+// while the Function controller runs as the chart's Deployment: its real
+// Pod on the real node (the module namespace is placed there), under the
+// Deployment's CPU and memory limits, 5 simultaneous builds (the CR's
+// default functionBuildMaxSimultaneousJobs). The Functions' namespaces are
+// on the simulated nodes, so their build Jobs' Pods succeed at once
+// without building and their Pods are Running at once: the controller
+// alone is measured. It prints the time until all are Running, the
+// controller's requests per Function from the audit log (with a breakdown
+// by verb and resource), its requests while idle and after a restart (its
+// Pod deleted: the ReplicaSet starts a new one), its memory (its
+// container's process on this machine, /proc) and CPU (its cgroup), next to
+// the figures of the published 1.8.4 controller and the targets of issue 12.
 //
-// It runs three times: with a distinct source per Function, so no build can
-// be shared, with identical sources per runtime, and in buildless mode (the
-// CR's functionMode; no builds) with distinct sources, printed beside the
-// first run and the reference figures of release 1.13's own controller. Our image tag is 1.8.4's
-// formula (contract §2.4), which starts with the Function's UID, so that
-// Functions 1.8.4 built are adopted without a rebuild; the consequence is
-// that identical sources still build once per Function, and the second run
-// shows that honestly instead of a saving.
+// It runs three times, each with a controller process of its own: with a
+// distinct source per Function, so no build can be shared, with identical
+// sources per runtime, and in buildless mode (the CR's functionMode, which
+// rolls the controller's Deployment; no builds) with distinct sources,
+// printed beside the first run and the reference figures of release 1.13's
+// own controller. Our image tag is 1.8.4's formula (contract §2.4), which
+// starts with the Function's UID, so that Functions 1.8.4 built are adopted
+// without a rebuild; the consequence is that identical sources still build
+// once per Function, and the second run shows that honestly instead of a
+// saving.
 
 import (
 	"bufio"
@@ -25,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -35,9 +42,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,9 +55,9 @@ import (
 const (
 	fnNamespaces = 10
 	// fnTotal is the scenario's size whatever the number of runtimes: 3
-	// fake nodes hold 330 Pods (110 each), build Pods included.
+	// simulated nodes hold 330 Pods (110 each), build Pods included.
 	fnTotal       = 300
-	fnRuntimePods = "S" // 300 Pods of the default L (400m) need 120 cores; 3 fake nodes have 96
+	fnRuntimePods = "S" // 300 Pods of the default L (400m) need 120 cores; 3 simulated nodes have 96
 )
 
 // fnVariant is one run of the scenario.
@@ -86,6 +91,13 @@ type fnFigures struct {
 	afterLastBuild      time.Duration // last build Job Complete → all Running
 	deployments         deploymentFigures
 	idleFor, settleTime time.Duration
+	// limits are the controller container's (its Deployment's), cpu what
+	// its cgroup used and was throttled from the creates to all Running.
+	limits string
+	cpu    cpuUsage
+	cpuErr error
+	// machine is where this machine's CPU went meanwhile.
+	machine cpuSpent
 }
 
 type fnBench struct {
@@ -93,6 +105,9 @@ type fnBench struct {
 	fcs client.Client // knows Functions; high QPS, so 300 creates go out at once
 	wc  client.WithWatch
 	log func(string)
+	// measured is the controller Pod the last variant measured: the next
+	// one starts a new process.
+	measured *corev1.Pod
 }
 
 func runFunctions(variants []fnVariant, idle time.Duration) error {
@@ -146,7 +161,7 @@ func (b *fnBench) useMode(ctx context.Context, cr *v1alpha1.Serverless, mode str
 	if cr.Status.FunctionMode == mode {
 		return nil
 	}
-	b.log("switching the module to " + mode + " mode")
+	b.log("switching the module to " + mode + " mode (rolls the controller's Deployment)")
 	cr.Spec.FunctionMode = mode
 	if err := b.c.Update(ctx, cr); err != nil {
 		return fmt.Errorf("switching to %s mode: %w", mode, err)
@@ -161,55 +176,36 @@ func (b *fnBench) useMode(ctx context.Context, cr *v1alpha1.Serverless, mode str
 }
 
 // startFnBench brings the local cluster up with the manager's
-// prerequisites, a warm scheduler and the manager running; release stops
-// the manager and hands the cluster back.
-func startFnBench(ctx context.Context) (b *fnBench, release func(), err error) {
-	cluster, err := framework.EnsureCluster(ctx)
+// prerequisites, the module's Pods on the real node, a warm scheduler and
+// the manager running (here, with the local images); release stops the
+// manager and hands the cluster back.
+func startFnBench(ctx context.Context, managerArgs ...string) (b *fnBench, release func(), err error) {
+	base, releaseBase, err := prepare(ctx, framework.RealNode)
 	if err != nil {
 		return nil, nil, err
 	}
-	releaseCluster := func() { _ = cluster.Release() }
 	defer func() {
 		if err != nil {
-			releaseCluster()
+			releaseBase()
 		}
 	}()
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, v1alpha2.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, nil, err
-		}
-	}
-	c, err := cluster.NewClient(s)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := cluster.RESTConfig()
+	cfg := base.cluster.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 1000
-	fcs, err := client.New(cfg, client.Options{Scheme: s})
+	fcs, err := client.New(cfg, client.Options{Scheme: base.c.Scheme()})
 	if err != nil {
 		return nil, nil, err
 	}
-	wc, err := client.NewWithWatch(cluster.RESTConfig(), client.Options{Scheme: s})
+	wc, err := client.NewWithWatch(base.cluster.RESTConfig(), client.Options{Scheme: base.c.Scheme()})
 	if err != nil {
 		return nil, nil, err
 	}
-	b = &fnBench{bench: &bench{cluster: cluster, c: c}, fcs: fcs, wc: wc,
-		log: func(msg string) { fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), msg) }}
-
-	b.log("installing the Serverless CRD and the manager's RBAC from config/")
-	if err := cluster.InstallManagerPrerequisites(ctx); err != nil {
-		return nil, nil, err
-	}
-	b.log("warming the cluster with a throwaway Deployment")
-	if err := b.warmUp(ctx); err != nil {
-		return nil, nil, err
-	}
-	b.log("starting the manager")
+	base.managerArgs = managerArgs
+	b = &fnBench{bench: base, fcs: fcs, wc: wc, log: step}
+	b.log("starting the manager (here, as its ServiceAccount)")
 	if err := b.startManager(ctx); err != nil {
 		return nil, nil, err
 	}
-	return b, func() { _ = b.mgr.Stop(); releaseCluster() }, nil
+	return b, func() { _ = b.mgr.Stop(); releaseBase() }, nil
 }
 
 // uninstall deletes the CR (the Functions are gone by then) and waits for it.
@@ -228,31 +224,70 @@ func (b *fnBench) uninstall(cr *v1alpha1.Serverless) {
 	}
 }
 
+// freshController is the controller's Pod in mode, a new process if the
+// last variant measured the one running.
+func (b *fnBench) freshController(ctx context.Context, mode string) (*corev1.Pod, error) {
+	pod, err := b.controllerPod(ctx, "in "+mode+" mode", func(p *corev1.Pod) (bool, string) {
+		for _, c := range p.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "APP_FUNCTION_MODE" {
+					return e.Value == mode, "APP_FUNCTION_MODE=" + e.Value
+				}
+			}
+		}
+		return mode == v1alpha1.FunctionModeBuild, "no APP_FUNCTION_MODE"
+	})
+	if err != nil {
+		return nil, err
+	}
+	if b.measured != nil && pod.UID == b.measured.UID {
+		b.log("restarting the controller (its Pod deleted) for a fresh process")
+		if pod, err = b.restartController(ctx, pod); err != nil {
+			return nil, err
+		}
+	}
+	b.measured = pod
+	return pod, nil
+}
+
+// simulatedNamespaces creates the namespaces with their Pods on the
+// simulated nodes.
+func (b *fnBench) simulatedNamespaces(ctx context.Context, names []string) error {
+	for _, ns := range names {
+		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Annotations: map[string]string{framework.NodeSelectorAnnotation: framework.SimulatedNodes}}}); err != nil {
+			return fmt.Errorf("namespace %s (left from an earlier run?): %w", ns, err)
+		}
+	}
+	return nil
+}
+
 func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) (fnFigures, error) {
 	f := fnFigures{variant: v, idleFor: idle}
 	user := framework.AuditUser(module.FunctionController())
 
-	b.log(fmt.Sprintf("[%s] starting the Function controller as its Deployment", v.name))
-	fc, err := b.cluster.StartFunctionController(ctx, "bench-function-controller-"+v.name)
+	b.log(fmt.Sprintf("[%s] the Function controller: its Deployment's Pod on the real node", v.name))
+	pod, err := b.freshController(ctx, v.mode)
 	if err != nil {
 		return f, err
 	}
-	defer func() { _ = fc.Stop() }()
-	health, metrics := fc.Plan.Addresses["health"], fc.Plan.Addresses["http-metrics"]
-	if health == "" || metrics == "" {
-		return f, fmt.Errorf("the controller's Deployment has no health or http-metrics port: %v", fc.Plan.Addresses)
-	}
-	metricsURL := "http://" + metrics + "/metrics"
-	if err := waitHTTP(ctx, "http://"+health+"/readyz", fc.Process); err != nil {
+	f.limits = limits(pod, controllerContainer)
+	metricsURL, err := controllerMetrics(pod)
+	if err != nil {
 		return f, err
 	}
+	pid, err := controllerProcess(pod)
+	if err != nil {
+		return f, err
+	}
+	b.log(fmt.Sprintf("[%s] controller Pod %s, process %d on this machine, limits %s", v.name, pod.Name, pid, f.limits))
 
 	namespaces := make([]string, fnNamespaces)
 	for i := range namespaces {
 		namespaces[i] = fmt.Sprintf("bench-fn-%s-%02d", v.name, i)
-		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaces[i]}}); err != nil {
-			return f, fmt.Errorf("namespace %s (left from an earlier run?): %w", namespaces[i], err)
-		}
+	}
+	if err := b.simulatedNamespaces(ctx, namespaces); err != nil {
+		return f, err
 	}
 	defer b.deleteNamespaces(namespaces)
 	fns := benchFunctions(namespaces, v.identical)
@@ -285,15 +320,25 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 			return f, fmt.Errorf("dry-run create of a Function in %s: %w", ns, err)
 		}
 	}
+	cpuBefore, cpuErr := cgroupCPU(pid)
+	machine := b.snapshotCPU(map[string]int{"function-controller": pid})
 	start := time.Now()
 	if err := b.createAll(ctx, fns); err != nil {
 		return f, err
 	}
-	if err := b.waitAllRunning(ctx, running, len(fns), fc.Process); err != nil {
+	if err := b.waitAllRunning(ctx, running, len(fns), pod); err != nil {
 		return f, err
 	}
+	f.machine = b.snapshotCPU(map[string]int{"function-controller": pid}).since(machine)
 	_, runningAt := running.end()
 	f.toRunning = last(runningAt, start)
+	if cpuErr == nil {
+		var cpuAfter cpuUsage
+		if cpuAfter, cpuErr = cgroupCPU(pid); cpuErr == nil {
+			f.cpu = cpuAfter.sub(cpuBefore)
+		}
+	}
+	f.cpuErr = cpuErr
 	f.deployments = deploymentFiguresOf(deployments, start)
 	f.jobs = jobFiguresOf(jobs)
 	f.afterLastBuild = start.Add(f.toRunning).Sub(f.jobs.lastComplete)
@@ -303,7 +348,7 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 		return f, err
 	}
 	f.settleTime = time.Since(quiet)
-	if f.mem, err = memory(fc.PID(), metricsURL); err != nil {
+	if f.mem, err = memory(pid, metricsURL); err != nil {
 		return f, err
 	}
 	if samples, err := framework.FetchMetrics(ctx, metricsURL); err == nil {
@@ -317,12 +362,14 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 		return f, err
 	}
 
-	b.log(fmt.Sprintf("[%s] restarting the controller with nothing changed", v.name))
+	b.log(fmt.Sprintf("[%s] restarting the controller with nothing changed (its Pod deleted; the ReplicaSet starts another)", v.name))
 	mark, _ = b.cluster.MarkAudit()
-	if err := fc.Restart(); err != nil {
+	restarted, err := b.restartController(ctx, pod)
+	if err != nil {
 		return f, err
 	}
-	if err := waitHTTP(ctx, "http://"+health+"/readyz", fc.Process); err != nil {
+	b.measured = restarted
+	if metricsURL, err = controllerMetrics(restarted); err != nil {
 		return f, err
 	}
 	if err := framework.Poll(ctx, 2*time.Minute, "the restarted controller to reconcile every Function", func(ctx context.Context) (bool, string, error) {
@@ -333,7 +380,7 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 		n, _ := framework.SumSamples(body, "controller_runtime_reconcile_total", `controller="function"`)
 		f.restartReconciles = int(n)
 		return int(n) >= len(fns), fmt.Sprintf("%d reconciles", int(n)), nil
-	}); err != nil {
+	}, b.controllerLog(restarted)); err != nil {
 		return f, err
 	}
 	if f.restart, err = b.settle(mark, user); err != nil {
@@ -428,21 +475,25 @@ func watchFunctions(ctx context.Context, wc client.WithWatch, mode string) (*tim
 }
 
 // waitAllRunning waits until fns says want Functions are Running; a check
-// reads only what the watch recorded.
-func (b *fnBench) waitAllRunning(ctx context.Context, fns *timeline, want int, fc *framework.Process) error {
-	last := time.Now()
+// reads only what the watch recorded (and every 5 s whether the
+// controller's Pod still runs the same container).
+func (b *fnBench) waitAllRunning(ctx context.Context, fns *timeline, want int, pod *corev1.Pod) error {
+	lastCheck, lastLog := time.Now(), time.Now()
 	return framework.Poll(ctx, 15*time.Minute, fmt.Sprintf("%d Functions to be Running", want), func(ctx context.Context) (bool, string, error) {
-		if exited, err := fc.Exited(); exited {
-			return false, "", framework.StopWaiting(fmt.Errorf("the Function controller exited: %v\n%s", err, fc.Tail(30)))
-		}
 		running, others := fns.progress()
 		summary := fmt.Sprintf("%d of %d Running; others: %v", running, want, others)
-		if time.Since(last) >= 10*time.Second {
+		if time.Since(lastCheck) >= 5*time.Second {
+			if err := b.controllerAlive(ctx, pod); err != nil {
+				return false, "", framework.StopWaiting(err)
+			}
+			lastCheck = time.Now()
+		}
+		if time.Since(lastLog) >= 10*time.Second {
 			b.log(summary)
-			last = time.Now()
+			lastLog = time.Now()
 		}
 		return running == want, summary, nil
-	}, func() string { return fc.Tail(30) })
+	}, b.controllerLog(pod))
 }
 
 // waitingOn names the first condition of a Function that is not True.
@@ -511,24 +562,6 @@ func (b *fnBench) deleteNamespaces(namespaces []string) {
 	}); err != nil {
 		b.log(err.Error())
 	}
-}
-
-func waitHTTP(ctx context.Context, url string, p *framework.Process) error {
-	return framework.Poll(ctx, time.Minute, "the Function controller to be ready", func(ctx context.Context) (bool, string, error) {
-		if exited, err := p.Exited(); exited {
-			return false, "", framework.StopWaiting(fmt.Errorf("the Function controller exited: %v\n%s", err, p.Tail(30)))
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, "", err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status, nil
-	})
 }
 
 // auditTally counts one user's requests by "verb resource[/subresource]"
@@ -677,7 +710,8 @@ func (f fnFigures) print() {
 		sources = "identical sources per runtime"
 	}
 	fmt.Printf("\nFunction controller benchmark: %d inline Functions (%d per runtime, %s) in %d namespaces, created at once;\n"+
-		"3 fake nodes, 5 simultaneous builds, Function Pods preset %s\n", n, fnTotal/len(v1alpha2.Runtimes()), sources, fnNamespaces, fnRuntimePods)
+		"their build Jobs and Pods on 3 simulated nodes (builds succeed at once), 5 simultaneous builds, Function Pods preset %s\n", n, fnTotal/len(v1alpha2.Runtimes()), sources, fnNamespaces, fnRuntimePods)
+	f.printController()
 	row := func(name, value, ref, target string) {
 		fmt.Printf("  %-40s %-30s %-22s %s\n", name, value, ref, target)
 	}
@@ -717,7 +751,8 @@ func (f fnFigures) printBuildless() {
 	n := f.functions
 	per := func(x int) string { return fmt.Sprintf("%.2f", float64(x)/float64(n)) }
 	fmt.Printf("\nBuildless mode: %d inline Functions (%d per runtime, a distinct source per Function) in %d namespaces, created at once;\n"+
-		"3 fake nodes, no builds, Function Pods preset %s\n", n, fnTotal/len(v1alpha2.Runtimes()), fnNamespaces, fnRuntimePods)
+		"their Pods on 3 simulated nodes, no builds, Function Pods preset %s\n", n, fnTotal/len(v1alpha2.Runtimes()), fnNamespaces, fnRuntimePods)
+	f.printController()
 	row := func(name, value, ref, target string) {
 		fmt.Printf("  %-40s %-30s %-22s %s\n", name, value, ref, target)
 	}
@@ -751,6 +786,26 @@ func printModes(build, buildless fnFigures) {
 	row("requests while idle", fmt.Sprintf("%d", build.idle.total()), fmt.Sprintf("%d", buildless.idle.total()))
 	row("writes after a restart", fmt.Sprintf("%d", build.restart.writes()), fmt.Sprintf("%d", buildless.restart.writes()))
 	row("controller RSS after all Running", fmt.Sprintf("%.1f MiB", mib(build.mem.rss)), fmt.Sprintf("%.1f MiB", mib(buildless.mem.rss)))
+}
+
+// printController says how the controller ran: since the local cluster
+// has a real node, the controller is its Deployment's Pod there, limited
+// by the chart's resources (no longer a process of the bench without
+// limits); its memory is its container's process, read in /proc.
+func (f fnFigures) printController() {
+	fmt.Printf("  the controller: the chart Deployment's Pod on the real node (2 CPUs shared with the control plane), limits %s (the chart's)\n", f.limits)
+	if f.cpuErr != nil {
+		fmt.Printf("  controller CPU: unknown (%v)\n", f.cpuErr)
+	} else if f.toRunning > 0 {
+		throttled := ""
+		if f.cpu.periods > 0 {
+			throttled = fmt.Sprintf("; held back by its CPU limit in %d of %d periods of 100 ms, %.1fs in all", f.cpu.throttledRuns, f.cpu.periods, f.cpu.throttled.Seconds())
+		}
+		fmt.Printf("  controller CPU from the creates to all Running: %.1fs in %.1fs (%.2f cores on average)%s\n",
+			f.cpu.used.Seconds(), f.toRunning.Seconds(), f.cpu.used.Seconds()/f.toRunning.Seconds(), throttled)
+	}
+	fmt.Printf("  this machine from the creates to all Running: %s\n", f.machine)
+	fmt.Println("  memory: the controller container's process on this machine (/proc/<pid>/status); Go heap from its metrics endpoint")
 }
 
 // printRequests prints where the requests went, by verb and resource.

@@ -5,7 +5,17 @@
 // 1,000 Secrets and 1,000 ConfigMaps, to show that the manager's memory and
 // requests do not grow with the cluster. With -functions it measures the
 // Function controller instead: 300 Functions built and run (functions.go);
-// with -cleanup one registry clean-up round (cleanup.go).
+// with -builds real builds (builds.go); with -cleanup one registry clean-up
+// round (cleanup.go).
+//
+// The manager always runs here, as a process under its ServiceAccount. The
+// local cluster has one real node (kubelet, containerd) and kwok's
+// simulated nodes; where the module's Pods go is the module namespace's
+// placement: simulated for the manager's figures (the bench measures what
+// the manager does with objects), the real node where the Function
+// controller, the internal registry and builds must run for real
+// (-functions, -builds, -cleanup). It loads the images `make image` wrote
+// into the real node first, as the e2e tests do.
 // Run it with `make bench`.
 package main
 
@@ -35,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
@@ -90,14 +101,18 @@ type bench struct {
 	c       client.Client
 	mgr     *framework.Process
 	metrics string
+	// managerArgs are added to the manager's (e.g. --chart-path).
+	managerArgs []string
 }
 
 // step prints the bench's progress.
 func step(msg string) { fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), msg) }
 
-// prepare brings the local cluster up with the manager's prerequisites and
-// a warm scheduler; release hands the cluster back.
-func prepare(ctx context.Context) (b *bench, release func(), err error) {
+// prepare brings the local cluster up with the real node's images loaded,
+// the manager's prerequisites, the module's Pods placed on module and a
+// warm scheduler; release hands the cluster back (the module namespace's
+// placement as it was).
+func prepare(ctx context.Context, module framework.Placement) (b *bench, release func(), err error) {
 	cluster, err := framework.EnsureCluster(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -109,31 +124,76 @@ func prepare(ctx context.Context) (b *bench, release func(), err error) {
 		}
 	}()
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, nil, err
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, v1alpha2.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, nil, err
+		}
 	}
 	c, err := cluster.NewClient(s)
 	if err != nil {
 		return nil, nil, err
 	}
 	b = &bench{cluster: cluster, c: c}
+	step("loading the module's images (make image) and the local images into the real node")
+	if err := cluster.LoadImages(ctx); err != nil {
+		return nil, nil, err
+	}
 	step("installing the Serverless CRD and the manager's RBAC from config/")
 	if err := cluster.InstallManagerPrerequisites(ctx); err != nil {
 		return nil, nil, err
 	}
-	step("warming the cluster with a throwaway Deployment")
+	restore, err := b.placeModule(ctx, module)
+	if err != nil {
+		return nil, nil, err
+	}
+	release = func() { restore(); _ = cluster.Release() }
+	step("warming the cluster with a throwaway Deployment (simulated nodes)")
 	if err := b.warmUp(ctx); err != nil {
 		return nil, nil, err
 	}
 	return b, release, nil
 }
 
+// placeModule sends the module's Pods (created from now on) to p; restore
+// puts the module namespace's node selector back as it was.
+func (b *bench) placeModule(ctx context.Context, p framework.Placement) (restore func(), err error) {
+	ns := &corev1.Namespace{}
+	if err := b.c.Get(ctx, types.NamespacedName{Name: framework.ManagerNamespace}, ns); err != nil {
+		return nil, err
+	}
+	before, had := ns.Annotations[framework.NodeSelectorAnnotation]
+	step(fmt.Sprintf("the module's Pods (namespace %s) go to %s", framework.ManagerNamespace, p))
+	if err := b.cluster.PlacePods(ctx, framework.ManagerNamespace, p); err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx := context.Background()
+		ns := &corev1.Namespace{}
+		if err := b.c.Get(ctx, types.NamespacedName{Name: framework.ManagerNamespace}, ns); err != nil {
+			return
+		}
+		patch := client.MergeFrom(ns.DeepCopy())
+		if had {
+			if ns.Annotations == nil {
+				ns.Annotations = map[string]string{}
+			}
+			ns.Annotations[framework.NodeSelectorAnnotation] = before
+		} else {
+			delete(ns.Annotations, framework.NodeSelectorAnnotation)
+		}
+		_ = b.c.Patch(ctx, ns, patch)
+	}, nil
+}
+
+// simulatedNamespace creates namespace name (when missing) with its Pods on
+// the simulated nodes.
+func (b *bench) simulatedNamespace(ctx context.Context, name string) error {
+	return b.cluster.PlacePods(ctx, name, framework.Simulated)
+}
+
 func run(scale bool, idle time.Duration) error {
 	ctx := context.Background()
-	b, release, err := prepare(ctx)
+	b, release, err := prepare(ctx, framework.Simulated)
 	if err != nil {
 		return err
 	}
@@ -259,7 +319,25 @@ func (b *bench) startManager(ctx context.Context) error {
 		return err
 	}
 	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	b.mgr, err = b.cluster.StartManager(ctx, "bench-manager", nil, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))
+	b.mgr, err = b.cluster.StartManager(ctx, "bench-manager", nil, append([]string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port)}, b.managerArgs...)...)
+	return err
+}
+
+// restartManagerWith stops the manager and starts it again with args added
+// instead of the earlier ones (e.g. another --chart-path).
+func (b *bench) restartManagerWith(ctx context.Context, name string, args ...string) error {
+	if b.mgr != nil {
+		if err := b.mgr.Stop(); err != nil {
+			return err
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	b.managerArgs = args
+	b.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	b.mgr, err = b.cluster.StartManager(ctx, name, nil, append([]string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port)}, args...)...)
 	return err
 }
 
@@ -305,11 +383,18 @@ func (b *bench) count(mark framework.AuditMark) (framework.AuditCount, error) {
 	return counts[user], err
 }
 
+// warmUpNamespace holds the warm-up Deployment, on the simulated nodes (its
+// image exists nowhere). It is kept between runs.
+const warmUpNamespace = "bench-warmup"
+
 // warmUp makes sure scheduler, controllers and kwok are warm: a bare
 // Deployment becomes Available before the measured install.
 func (b *bench) warmUp(ctx context.Context) error {
+	if err := b.simulatedNamespace(ctx, warmUpNamespace); err != nil {
+		return err
+	}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bench-warmup"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: warmUpNamespace, Name: "bench-warmup"},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "bench-warmup"}},
 			Template: corev1.PodTemplateSpec{
@@ -388,7 +473,8 @@ func (b *bench) fill(ctx context.Context) error {
 	}
 	for i := range 200 {
 		ns := fmt.Sprintf("bench-%03d", i)
-		if err := create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		// Simulated: an earlier run's namespace is placed there too.
+		if err := b.simulatedNamespace(ctx, ns); err != nil {
 			return err
 		}
 		for j := range 5 {
@@ -417,7 +503,8 @@ func (f figures) print(scale bool, idle time.Duration) {
 	if scale {
 		variant = "scale: 200 ns × 5 Functions, 1,000 Secrets, 1,000 ConfigMaps"
 	}
-	fmt.Printf("\nServerless Manager benchmark (%s, 3 fake nodes)\n", variant)
+	fmt.Printf("\nServerless Manager benchmark (%s)\n", variant)
+	fmt.Println("  the manager runs here; the module's Pods and the bench's namespaces are on the 3 simulated nodes (kwok) beside the real node")
 	row := func(name, value, target string) { fmt.Printf("  %-38s %-42s %s\n", name, value, target) }
 	row("figure", "value", "target")
 	row("install → Ready", fmt.Sprintf("%.2fs", f.toReady.Seconds()), "≤ 1.5s")
