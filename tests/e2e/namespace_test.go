@@ -88,7 +88,7 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 		return cr
 	}
 
-	// The README's CR, in another namespace.
+	// The sample CR of docs/user/resources/06-20-serverless-cr.md, in another namespace.
 	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "default"},
 		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)}}}
 	require.NoError(t, e.c.Create(ctx, cr))

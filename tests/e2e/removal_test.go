@@ -213,7 +213,8 @@ func (e *env) waitAggregated(present bool) {
 // it could uninstall (and would not, a Function exists), so the CR keeps
 // its finalizer. Functions, their CRD and controller, the user namespace and
 // kyma-system stay. The CR is released by removing its finalizer (the
-// README's recipe), and installing again adopts what was left.
+// recipe of docs/user/troubleshooting/03-71-uninstall-failed.md), and
+// installing again adopts what was left.
 func TestManifestDeletedUnderTheCR(t *testing.T) {
 	e, objs := installRendered(t)
 	ctx := t.Context()
