@@ -36,20 +36,21 @@ test-unit: ## unit and envtest integration tests
 	go test $(GO_TEST_FLAGS) ./...
 
 test-e2e: build image ## end-to-end tests on the local cluster they start themselves (its real node runs the images of make image)
-	go test $(GO_TEST_FLAGS) -tags e2e -timeout 40m -v ./tests/...
+	go test $(GO_TEST_FLAGS) -tags e2e -timeout 70m -p 1 -parallel 5 -v ./tests/...
 
 run: ## local cluster + manager + default CR until Ready, then the Function controller as its Deployment configures it; Ctrl-C stops both
 	hack/run.sh
 
-bench: tools build image ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run, and run buildless; real builds with npm dependencies; a registry clean-up round
+bench: tools build image ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run, and run buildless; real builds with npm dependencies; a registry clean-up round; real Pods: start-up, scale-out and drift, build mode against buildless mode
 	go run ./tests/bench
 	go run ./tests/bench -scale
 	go run ./tests/bench -busy-namespace
 	go run ./tests/bench -functions
 	go run ./tests/bench -builds
 	go run ./tests/bench -cleanup
+	go run ./tests/bench -pods
 
-cluster-up: ## local control plane with fake nodes under .cluster/ (no-op when healthy); prints KUBECONFIG
+cluster-up: ## local control plane with a real node and simulated nodes under .cluster/ (no-op when healthy); prints KUBECONFIG
 	hack/cluster.sh up
 
 cluster-down: ## stop the local control plane and remove .cluster/

@@ -376,6 +376,13 @@ start_kcm() {
 # Service's endpoint). Pods without a node selector of their own go to the
 # real node; a namespace annotated scheduler.alpha.kubernetes.io/node-selector
 # =type=kwok sends its Pods to the simulated nodes (PodNodeSelector).
+start_scheduler() {
+  start kube-scheduler --kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --leader-elect=false
+}
+
 start_apiserver() {
   log "starting kube-apiserver on https://$NODE_IP:$APISERVER_PORT"
   # audit: events are written synchronously by the request handler (blocking,
@@ -430,10 +437,7 @@ start_cluster() {
 
   log "starting kube-controller-manager, kube-scheduler and kwok"
   start_kcm
-  start kube-scheduler --kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
-    --authentication-kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
-    --authorization-kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --leader-elect=false
+  start_scheduler
   start kwok --kubeconfig="$KUBECONFIGS/kwok.kubeconfig" --config="$stages" \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-lease-duration-seconds=40 --cidr=10.244.0.1/16 --server-address="127.0.0.1:$KWOK_PORT"
@@ -506,7 +510,7 @@ cmd_up() {
 # restart kube-apiserver: stops the API server (SIGKILL, as a crash would)
 # and starts it again with the same state, for fault tests.
 cmd_restart() {
-  local component=${1:?usage: restart kube-apiserver|kubelet|containerd} pid
+  local component=${1:?usage: restart kube-apiserver|kubelet|containerd} pid c
   lock
   load_config
   [ -d "$STATE" ] || die "no cluster in $STATE"
@@ -527,13 +531,18 @@ cmd_restart() {
   wait_for 120 "kube-apiserver /readyz ok" apiserver_ready
   # kube-controller-manager's garbage collector does not recover from a hard
   # API server restart here (ReplicaSets of deleted Deployments stayed
-  # orphaned for minutes), so it restarts with the API server.
-  pid=$(pidof_component kube-controller-manager)
-  if is_ours "$pid"; then
-    kill -TERM "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  fi
+  # orphaned for minutes), and kube-scheduler reported its cache corrupted
+  # after one and was gone minutes later, Pods left Pending: both restart
+  # with the API server.
+  for c in kube-controller-manager kube-scheduler; do
+    pid=$(pidof_component "$c")
+    if is_ours "$pid"; then
+      kill -TERM "$pid"
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    fi
+  done
   start_kcm
+  start_scheduler
 }
 
 # load: the images of bin/image (make image) into the real node's registry.

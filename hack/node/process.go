@@ -68,10 +68,18 @@ func (n *node) daemonPID(component string) (int, bool) {
 	return pid, true
 }
 
-// checkAlive fails with the end of its log when component has exited.
+// checkAlive fails with the end of its log when component has exited. A
+// recorded process counts as exited only when two looks 200 ms apart find
+// it gone: under load a single read of /proc/<pid>/cmdline has come back
+// without the state directory while the process was running (state R).
 func (n *node) checkAlive(component string) error {
-	if _, ok := n.daemonPID(component); ok {
-		return nil
+	for i := range 2 {
+		if _, ok := n.daemonPID(component); ok {
+			return nil
+		}
+		if i == 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 	return fmt.Errorf("%s exited (%s); the end of %s:\n%s", component, n.pidState(component), n.logFile(component), tail(n.logFile(component), 20))
 }

@@ -59,6 +59,10 @@ func main() {
 	idle := flag.Duration("idle", 30*time.Second, "how long to count requests while nothing changes")
 	builds := flag.Bool("builds", false, "instead: real builds of a Node Function with npm dependencies against a registry process (builds.go)")
 	cleanup := flag.Bool("cleanup", false, "instead: one registry clean-up round after 20 Functions built for real, 8 deleted, 5 changed twice (cleanup.go)")
+	pods := flag.Bool("pods", false, "instead: real Pods on the real node, build mode against buildless mode: create → first answer, scale-out 1 → 5, dependency drift, the node's memory (realpods.go)")
+	repeats := flag.Int("repeats", 3, "with -pods: runs per figure (median, min, max)")
+	podsPreset := flag.String("pods-function-preset", "M", "with -pods: the Functions' preset")
+	podsBuildPreset := flag.String("pods-build-preset", "normal", "with -pods: the build Jobs' preset")
 	busy := flag.Bool("busy-namespace", false, "instead: the manager's memory with the CR installed, before and after 2,000 Secrets and 2,000 Services are added to the module namespace (busy.go)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the bench's clients have nothing to log
@@ -78,6 +82,8 @@ func main() {
 		err = runBuilds()
 	} else if *cleanup {
 		err = runCleanup()
+	} else if *pods {
+		err = runPods(*repeats, *podsPreset, *podsBuildPreset)
 	} else if *busy {
 		err = runBusyNamespace()
 	} else {

@@ -46,8 +46,7 @@ var echoSources = map[v1alpha2.Runtime]string{
 // it to a Subscription's sink, reaches the handler with its attributes and
 // its data parsed, in binary and in structured mode, in both runtimes; the
 // handler's answer comes back.
-func TestCloudEventsReachTheHandler(t *testing.T) {
-	f := startFunctionController(t)
+func testCloudEventsReachTheHandler(t *testing.T, f *fnEnv) {
 	ctx := t.Context()
 	fnNS := f.cluster.Namespace(t, "events")
 	for rt, source := range echoSources {
@@ -107,8 +106,7 @@ func TestCloudEventsReachTheHandler(t *testing.T) {
 // the Function's own Pods only: never a build Pod (they carry the
 // Function's labels), never another Function's, also while a rebuild runs
 // and after it.
-func TestServiceSelectsOnlyTheFunctionsPods(t *testing.T) {
-	f := startFunctionController(t)
+func testServiceSelectsOnlyTheFunctionsPods(t *testing.T, f *fnEnv) {
 	ctx := t.Context()
 	fnNS := f.cluster.Namespace(t, "service")
 	for _, name := range []string{"one", "two"} {

@@ -21,7 +21,6 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/gittest"
-	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
 func gitFunction(ns, name, url, reference, secret string) *v1alpha2.Function {
@@ -69,9 +68,9 @@ func (f *fnEnv) answers(ns, name, body string) {
 	f.cluster.WaitForAnswer(f.t, time.Minute, ns, name, "/", func(got string) bool { return got == body }, f.dumpsFor(ns, name)...)
 }
 
-func TestGitFunctions(t *testing.T) {
+func testGitFunctions(t *testing.T, f *fnEnv) {
 	// Not on loopback: the controller's and the build's Pods clone from it.
-	srv := gittest.NewHTTPServer(t, "alice", "s3cret", gittest.ListenOn(framework.ClusterFor(t).NodeIP()))
+	srv := gittest.NewHTTPServer(t, "alice", "s3cret", gittest.ListenOn(f.cluster.NodeIP()))
 	repo := srv.Repo(t, "functions")
 	first := repo.Commit(map[string]string{
 		"fn/handler.js":   "module.exports = { main: () => 'v1' };\n",
@@ -83,7 +82,6 @@ func TestGitFunctions(t *testing.T) {
 	feature := repo.Commit(map[string]string{"fn/handler.js": "module.exports = { main: () => 'feature' };\n"}, "feature")
 	repo.Push()
 
-	f := startFunctionController(t)
 	ctx := t.Context()
 	ns := f.cluster.Namespace(t, "git")
 	require.NoError(t, f.c.Create(ctx, gitCredentials(ns, "git-creds", "s3cret")))

@@ -81,8 +81,7 @@ func TestModuleRunsOnTheRealNode(t *testing.T) {
 // A Function's handler sees env taken from a Secret and a Secret mounted
 // as files (secretMounts), in both runtimes; the values stay out of the
 // Function's image, status and events.
-func TestFunctionSeesItsSecrets(t *testing.T) {
-	f := startFunctionController(t)
+func testFunctionSeesItsSecrets(t *testing.T, f *fnEnv) {
 	ctx := t.Context()
 	fnNS := f.cluster.Namespace(t, "secrets")
 	const (

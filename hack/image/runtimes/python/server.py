@@ -452,7 +452,12 @@ def main():
     print(f'listening on port {PORT}', file=sys.stderr)
     server.serve_forever()
     server.server_close()
-    sys.exit(0)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Daemon threads (the drain timer, a handler past its timeout) may still
+    # run: the interpreter's finalization is not safe with them (a general
+    # protection fault in libc was seen at Pod ends), so leave without it.
+    os._exit(0)
 
 
 if __name__ == '__main__':
