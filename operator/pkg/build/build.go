@@ -127,9 +127,9 @@ func Image(ctx context.Context, o Options) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("base image: %w", err)
 	}
-	base, err := remote.Image(baseRef, o.remote(ctx)...)
+	base, err := o.baseImage(ctx, baseRef)
 	if err != nil {
-		return v1.Hash{}, describe("base image", baseRef, err)
+		return v1.Hash{}, err
 	}
 	deps, err := o.dependencyLayer(ctx, rt, string(key), cached)
 	if err != nil {
@@ -158,6 +158,48 @@ func Image(ctx context.Context, o Options) (v1.Hash, error) {
 	}
 	return img.Digest()
 }
+
+// baseImage is the runtime base as the destination registry keeps it: a
+// copy in the dependency cache repository, tagged with the base's digest,
+// which the first build on that base pushes. Each new Function's
+// repository then mounts the base's layers from there instead of receiving
+// them, through this Pod, from the base's own registry. With the cache off
+// the base is read where it is.
+func (o Options) baseImage(ctx context.Context, ref name.Reference) (v1.Image, error) {
+	base, err := remote.Image(ref, o.remote(ctx)...)
+	if err != nil {
+		return nil, describe("base image", ref, err)
+	}
+	if !o.Cache {
+		return base, nil
+	}
+	digest, err := base.Digest()
+	if err != nil {
+		return nil, describe("base image", ref, err)
+	}
+	kept, err := o.reference(o.CacheRepository + ":" + BaseTagPrefix + digest.Hex)
+	if err != nil {
+		return nil, fmt.Errorf("base image copy: %w", err)
+	}
+	img, err := remote.Image(kept, o.remote(ctx)...)
+	if err == nil {
+		return img, nil
+	}
+	if !isNotFound(err) {
+		return nil, describe("base image copy", kept, err)
+	}
+	if err := remote.Write(kept, base, o.remote(ctx)...); err != nil {
+		return nil, describe("base image copy", kept, err)
+	}
+	if img, err = remote.Image(kept, o.remote(ctx)...); err != nil {
+		return nil, describe("base image copy", kept, err)
+	}
+	return img, nil
+}
+
+// BaseTagPrefix starts the tags of base image copies in the dependency
+// cache repository (the other tags there are dependency keys, hex only).
+const BaseTagPrefix = "base-"
 
 // dependencyLayer is the kept layer of key, or one made of the dependency
 // step's output and kept under key for the next build.

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,11 +37,74 @@ const (
 	password = "pushes-only-S3CRET"
 )
 
-// testRegistry is an in-process registry that asks for basic auth and
-// counts the bytes of blob uploads.
+// testRegistry is an in-process registry that asks for basic auth, counts
+// the bytes of blob uploads and, as distribution does, knows a blob only in
+// the repositories it was uploaded or mounted into (go-containerregistry's
+// in-process registry knows every blob everywhere, which would hide an
+// upload that a mount should have saved).
 type testRegistry struct {
 	host     string
 	uploaded atomic.Int64
+	mu       sync.Mutex
+	blobs    map[string]bool // repository + "@" + digest
+}
+
+func (r *testRegistry) has(repo, digest string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.blobs[repo+"@"+digest]
+}
+
+func (r *testRegistry) add(repo, digest string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.blobs[repo+"@"+digest] = true
+}
+
+// statusRecorder keeps the status an inner handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+
+// perRepository answers blob reads of repositories that never received
+// the blob with 404, serves mounts only from a repository holding the blob,
+// and records completed uploads.
+func (r *testRegistry) perRepository(inner http.Handler, w http.ResponseWriter, req *http.Request) {
+	path := strings.TrimPrefix(req.URL.Path, "/v2/")
+	if repo, rest, ok := strings.Cut(path, "/blobs/"); ok {
+		switch {
+		case strings.HasPrefix(rest, "uploads"):
+			q := req.URL.Query()
+			if d, from := q.Get("mount"), q.Get("from"); d != "" {
+				if r.has(from, d) {
+					r.add(repo, d)
+					w.Header().Set("Location", "/v2/"+repo+"/blobs/"+d)
+					w.WriteHeader(http.StatusCreated)
+					return
+				}
+				q.Del("mount")
+				q.Del("from")
+				req.URL.RawQuery = q.Encode()
+			}
+			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+			inner.ServeHTTP(rec, req)
+			if d := q.Get("digest"); d != "" && rec.status == http.StatusCreated {
+				r.add(repo, d)
+			}
+			return
+		case req.Method == http.MethodGet || req.Method == http.MethodHead:
+			if !r.has(repo, rest) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, `{"errors":[{"code":"BLOB_UNKNOWN","message":"blob unknown to registry"}]}`)
+				return
+			}
+		}
+	}
+	inner.ServeHTTP(w, req)
 }
 
 type countingBody struct {
@@ -55,7 +119,7 @@ func (c countingBody) Read(p []byte) (int, error) {
 }
 
 func newRegistry(t *testing.T) *testRegistry {
-	r := &testRegistry{}
+	r := &testRegistry{blobs: map[string]bool{}}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if u, p, ok := req.BasicAuth(); !ok || u != user || p != password {
@@ -67,7 +131,7 @@ func newRegistry(t *testing.T) *testRegistry {
 		if strings.Contains(req.URL.Path, "/blobs/uploads/") {
 			req.Body = countingBody{req.Body, &r.uploaded}
 		}
-		inner.ServeHTTP(w, req)
+		r.perRepository(inner, w, req)
 	}))
 	t.Cleanup(srv.Close)
 	r.host = strings.TrimPrefix(srv.URL, "http://")
@@ -373,4 +437,51 @@ func TestFailuresSayWhich(t *testing.T) {
 	o.Runtime = "ruby"
 	_, _, err = build.Prepare(ctx, o)
 	assert.ErrorContains(t, err, `unknown runtime "ruby"`)
+}
+
+// A base image in another registry (the published runtime images are not
+// in the module's registry) crosses into the destination registry once:
+// the first build keeps a copy next to the dependency layers, and the next
+// Function's repository mounts the base's layers from there.
+func TestBaseImageCrossesOnce(t *testing.T) {
+	ctx := context.Background()
+	published, r := newRegistry(t), newRegistry(t)
+	base := published.pushBase(t, "runtime/nodejs22:1", v1.Config{Entrypoint: []string{"node", "server.js"}})
+	// a base of 1 MiB more, incompressible, as a runtime's layers are large
+	baseImg := pull(t, base)
+	big, err := ociimage.DirLayer(writeFiles(t, t.TempDir(), map[string]string{"node": incompressible(t, 1<<20)}), "/usr/local/bin", time.Time{})
+	require.NoError(t, err)
+	baseImg, err = mutate.Append(baseImg, mutate.Addendum{Layer: big})
+	require.NoError(t, err)
+	ref, err := name.ParseReference(base, name.Insecure)
+	require.NoError(t, err)
+	require.NoError(t, remote.Write(ref, baseImg, remote.WithAuth(&authn.Basic{Username: user, Password: password})))
+
+	var digests []v1.Hash
+	for i, dest := range []string{"fn/one:1", "fn/two:1"} {
+		f := newFunction(t, map[string]string{"handler.js": "module.exports = { main: () => 'hi' }\n", "package.json": `{"name":"hi"}`})
+		o := r.options(f, "nodejs22", base, dest)
+		_, _, err := build.Prepare(ctx, o)
+		require.NoError(t, err)
+		before := r.uploaded.Load()
+		_, err = build.Image(ctx, o)
+		require.NoError(t, err)
+		if i == 0 {
+			assert.Greater(t, r.uploaded.Load()-before, int64(1<<20), "the first build brings the base over")
+		} else {
+			assert.Less(t, r.uploaded.Load()-before, int64(64<<10), "the second mounts the base's layers: only sources and config are uploaded")
+		}
+		layers, err := pull(t, o.Destination).Layers()
+		require.NoError(t, err)
+		d, err := layers[1].Digest()
+		require.NoError(t, err)
+		digests = append(digests, d)
+	}
+	assert.Equal(t, digests[0], digests[1], "the same base layer in both images")
+	wantBase, err := baseImg.Digest()
+	require.NoError(t, err)
+	kept := pull(t, r.host+"/dependencies:"+build.BaseTagPrefix+wantBase.Hex)
+	got, err := kept.Digest()
+	require.NoError(t, err)
+	assert.Equal(t, wantBase, got, "the kept copy is the base, byte for byte")
 }
