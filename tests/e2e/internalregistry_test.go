@@ -280,13 +280,14 @@ func TestBuildsWithTheInternalRegistry(t *testing.T) {
 	require.Error(t, err, "the internal registry refuses anonymous pulls")
 
 	// The registry-agent sidecar runs beside it on the same volume: it sees
-	// the Function's image and its kept dependency layer (the runtime base
-	// is in the node's registry, not here), and its GC, with nothing
+	// the Function's image, its kept dependency layer and the copy of the
+	// runtime base the first build keeps beside it (the base itself is in
+	// the node's registry), and its GC, with nothing
 	// deleted, keeps every blob.
 	usage, err := b.agent.Usage(ctx)
 	require.NoError(t, err)
 	t.Logf("registry usage: %+v", usage)
-	assert.Equal(t, 2, usage.TaggedImages, "Function image, dependency layer")
+	assert.Equal(t, 3, usage.TaggedImages, "Function image, dependency layer, the runtime base's copy")
 	assert.Positive(t, usage.UsedBytes)
 	gc, err := b.agent.GC(ctx)
 	require.NoError(t, err)
@@ -388,7 +389,7 @@ func TestRegistryKeepsOnlyWhatIsUsed(t *testing.T) {
 			}
 			return reflect.DeepEqual(fns, want), fmt.Sprintf("Function images %v, want %v", fns, want), nil
 		}, b.dumpController())
-	assert.Len(t, last["serverless-dependencies"], 1, "one dependency layer, shared")
+	assert.Len(t, last["serverless-dependencies"], 2, "one dependency layer, shared, and the runtime base's copy")
 	assert.Len(t, last, total-deleted+1, "nothing else in the registry: %v", last)
 	// The images' own blobs left the volume (the garbage collection runs
 	// right after the deletes, in the same round): what is on it is

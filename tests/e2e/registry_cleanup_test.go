@@ -143,7 +143,7 @@ func TestExternalRegistryCleanupIsOptIn(t *testing.T) {
 	remove("gone-before")
 	before := contents()
 	require.Len(t, before[fnNS+"-edited"], 3, "three builds of edited: %v", before)
-	require.Len(t, before["serverless-dependencies"], 1, "one dependency layer: %v", before)
+	require.Len(t, before["serverless-dependencies"], 2, "one dependency layer and the runtime base's copy: %v", before)
 	// Rounds run every 3 s and after each change: let three more run.
 	skipped, err := b.skippedRounds(ctx)
 	require.NoError(t, err)
