@@ -296,8 +296,8 @@ func TestBuildsWithTheInternalRegistry(t *testing.T) {
 
 	// The Serverless CR says how full the registry is: the manager, a Pod
 	// of the cluster, asks the agent by its Service name.
-	cr := b.waitFor("default", "the status to count the registry's 2 images", time.Minute, func(cr *v1alpha1.Serverless) bool {
-		return cr.Status.InternalRegistry != nil && cr.Status.InternalRegistry.Images == 2
+	cr := b.waitFor("default", "the status to count the registry's 3 images", time.Minute, func(cr *v1alpha1.Serverless) bool {
+		return cr.Status.InternalRegistry != nil && cr.Status.InternalRegistry.Images == usage.TaggedImages
 	})
 	u := cr.Status.InternalRegistry
 	t.Logf("status.internalRegistry: %+v", *u)

@@ -171,8 +171,17 @@ func (e *env) dumps(name string) []func() string {
 	return []func() string{
 		framework.DumpObject(e.c, &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}),
 		framework.DumpEvents(e.c, ns),
-		framework.DumpLog(e.mgr, 40),
+		e.managerLog(40),
 	}
+}
+
+// managerLog is the end of the log of the manager the test works with: its
+// process's, or its Pod's when it runs in the cluster.
+func (e *env) managerLog(n int) func() string {
+	if e.mgr == nil {
+		return e.cluster.DumpPodLogs(ns, map[string]string{"app.kubernetes.io/name": "serverless-manager"}, n)
+	}
+	return framework.DumpLog(e.mgr, n)
 }
 
 func (e *env) get(name string) *v1alpha1.Serverless {
@@ -270,7 +279,7 @@ func (e *env) uninstallAll() {
 			left = append(left, cr.Name+": "+describe(&cr))
 		}
 		return len(left) == 0, strings.Join(left, "\n"), nil
-	}, framework.DumpLog(e.mgr, 40))
+	}, e.managerLog(40))
 	if err != nil {
 		e.t.Error(err)
 		return

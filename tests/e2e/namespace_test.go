@@ -74,7 +74,7 @@ func TestServerlessInAnotherNamespace(t *testing.T) {
 	dumps := []func() string{
 		framework.DumpObject(e.c, &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "default"}}),
 		framework.DumpEvents(e.c, team),
-		framework.DumpLog(e.mgr, 60),
+		e.managerLog(60),
 	}
 	waitCR := func(what string, ok func(cr *v1alpha1.Serverless) bool) *v1alpha1.Serverless {
 		t.Helper()
@@ -213,7 +213,7 @@ func TestNamespaceOfTheServedCRDeleted(t *testing.T) {
 	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "default"},
 		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)}}}
 	require.NoError(t, e.c.Create(ctx, cr))
-	dumps := []func() string{framework.DumpObject(e.c, cr), framework.DumpEvents(e.c, team), framework.DumpLog(e.mgr, 60)}
+	dumps := []func() string{framework.DumpObject(e.c, cr), framework.DumpEvents(e.c, team), e.managerLog(60)}
 	framework.WaitFor(t, 2*time.Minute, "the CR in "+team+" to be Ready", func(ctx context.Context) (bool, string, error) {
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
 			return false, "", err

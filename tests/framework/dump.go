@@ -112,6 +112,9 @@ func DumpPods(c client.Client, namespace string) func() string {
 // DumpLog returns the last n lines of a process log.
 func DumpLog(p *Process, n int) func() string {
 	return func() string {
+		if p == nil {
+			return "--- no process to show the log of"
+		}
 		return fmt.Sprintf("--- last %d lines of %s\n%s", n, p.LogPath(), p.Tail(n))
 	}
 }
