@@ -40,9 +40,11 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -305,16 +307,26 @@ func (p *podsBench) createAndAnswer(ctx context.Context, fn *v1alpha2.Function, 
 // changeAndAnswer replaces fn's source and dependencies with next's and
 // times until its Service answers want.
 func (p *podsBench) changeAndAnswer(ctx context.Context, name string, next *v1alpha2.Function, want string) (time.Duration, error) {
-	fn := &v1alpha2.Function{}
-	if err := p.fcs.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: name}, fn); err != nil {
-		return 0, err
-	}
-	fn.Spec.Source = next.Spec.Source
-	start := time.Now()
-	if err := p.fcs.Update(ctx, fn); err != nil {
+	start, err := p.edit(ctx, name, func(fn *v1alpha2.Function) { fn.Spec.Source = next.Spec.Source })
+	if err != nil {
 		return 0, err
 	}
 	return p.untilAnswer(ctx, name, want, start)
+}
+
+// edit changes the Function, read again after a conflict with the
+// controller's status writes, and returns when the accepted update was sent.
+func (p *podsBench) edit(ctx context.Context, name string, change func(*v1alpha2.Function)) (sent time.Time, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fn := &v1alpha2.Function{}
+		if err := p.fcs.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: name}, fn); err != nil {
+			return err
+		}
+		change(fn)
+		sent = time.Now()
+		return p.fcs.Update(ctx, fn)
+	})
+	return sent, err
 }
 
 func (p *podsBench) untilAnswer(ctx context.Context, name, want string, start time.Time) (time.Duration, error) {
@@ -346,26 +358,63 @@ func (p *podsBench) dumpFunction(name string) func() string {
 // scaleOut sets the Function's replicas to n and times until n Pods of its
 // Deployment, not terminating, each answer want on their own address.
 func (p *podsBench) scaleOut(ctx context.Context, name string, n int32, want string) (time.Duration, error) {
-	fn := &v1alpha2.Function{}
-	if err := p.fcs.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: name}, fn); err != nil {
+	// A rollout just ended leaves a Pod terminating; its teardown would
+	// take the CPU the new Pods start with.
+	if err := p.onePodLeft(ctx, name); err != nil {
 		return 0, err
 	}
-	fn.Spec.Replicas = ptr.To(n)
-	start := time.Now()
-	if err := p.fcs.Update(ctx, fn); err != nil {
-		return 0, err
-	}
-	answered, err := p.untilPodsAnswer(ctx, name, int(n), func(body string) bool { return body == want })
+	// Where the time goes: the Deployment scaled (the controller), each
+	// Pod created (ReplicaSet controller), its IP reported (kubelet: sandbox
+	// up), its answer (the container's start).
+	sel := []client.ListOption{client.InNamespace(p.ns), client.MatchingLabels{v1alpha2.LabelFunctionName: name}}
+	deploys, err := watchTimeline(ctx, p.wc, &appsv1.DeploymentList{}, func(o client.Object) (bool, string) {
+		d := o.(*appsv1.Deployment)
+		return d.Spec.Replicas != nil && *d.Spec.Replicas == n, "not scaled"
+	}, sel...)
 	if err != nil {
 		return 0, err
 	}
-	var last time.Time
-	for _, a := range answered {
-		if a.at.After(last) {
-			last = a.at
+	pods, err := watchTimeline(ctx, p.wc, &corev1.PodList{}, func(o client.Object) (bool, string) {
+		return o.(*corev1.Pod).Status.PodIP != "", "no IP"
+	}, sel...)
+	if err != nil {
+		deploys.end()
+		return 0, err
+	}
+	start, err := p.edit(ctx, name, func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To(n) })
+	if err != nil {
+		deploys.end()
+		pods.end()
+		return 0, err
+	}
+	answered, err := p.untilPodsAnswer(ctx, name, int(n), func(body string) bool { return body == want })
+	_, scaled := deploys.end()
+	created, withIP := pods.end()
+	if err != nil {
+		return 0, err
+	}
+	var lastPod string
+	for pod, a := range answered {
+		if lastPod == "" || a.at.After(answered[lastPod].at) {
+			lastPod = pod
 		}
 	}
-	return last.Sub(start), nil
+	key := p.ns + "/" + lastPod
+	p.log(fmt.Sprintf("    after the change: Deployment scaled %.1fs; the last Pod to answer created %.1fs, its IP reported %.1fs, answered %.1fs",
+		last(scaled, start).Seconds(), created[key].Sub(start).Seconds(), withIP[key].Sub(start).Seconds(), answered[lastPod].at.Sub(start).Seconds()))
+	return answered[lastPod].at.Sub(start), nil
+}
+
+// onePodLeft waits until the Function has exactly one Pod, none terminating.
+func (p *podsBench) onePodLeft(ctx context.Context, name string) error {
+	return framework.Poll(ctx, 2*time.Minute, "Function "+name+" to have one Pod left", func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		if err := p.c.List(ctx, &pods, client.InNamespace(p.ns), client.MatchingLabels{
+			v1alpha2.LabelFunctionName: name, v1alpha2.LabelResource: v1alpha2.ResourceDeployment}); err != nil {
+			return false, "", err
+		}
+		return len(pods.Items) == 1 && pods.Items[0].DeletionTimestamp == nil, fmt.Sprintf("%d Pods", len(pods.Items)), nil
+	}, p.dumpFunction(name))
 }
 
 // podAnswer is a Pod's first answer.
@@ -473,11 +522,7 @@ func (p *podsBench) measureDrift(ctx context.Context, mode string) error {
 	if err := p.publishDrift(mode, "1.1.0"); err != nil {
 		return err
 	}
-	if err := p.fcs.Get(ctx, client.ObjectKeyFromObject(fn), fn); err != nil {
-		return err
-	}
-	fn.Spec.Replicas = ptr.To[int32](4)
-	if err := p.fcs.Update(ctx, fn); err != nil {
+	if _, err := p.edit(ctx, fn.Name, func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](4) }); err != nil {
 		return err
 	}
 	answered, err := p.untilPodsAnswer(ctx, "drift", 4, func(b string) bool { return b == "1.0.0" || b == "1.1.0" })

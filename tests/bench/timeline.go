@@ -45,7 +45,7 @@ func watchTimeline(ctx context.Context, wc client.WithWatch, list client.ObjectL
 	go func() {
 		defer close(t.done)
 		for {
-			t.record(w, state)
+			t.record(ctx, w, state)
 			w.Stop()
 			// The API server ends a watch now and then: watch again. A new
 			// watch starts with every object as it is now, so the current
@@ -64,11 +64,12 @@ func watchTimeline(ctx context.Context, wc client.WithWatch, list client.ObjectL
 }
 
 // record notes the events of one watch until it ends.
-func (t *timeline) record(w watch.Interface, state stateFunc) {
+func (t *timeline) record(ctx context.Context, w watch.Interface, state stateFunc) {
 	for ev := range w.ResultChan() {
 		obj, ok := ev.Object.(client.Object)
 		if !ok || ev.Type == watch.Error {
-			if ev.Type == watch.Error {
+			// A watch ended by end() reports its cancellation: no news.
+			if ev.Type == watch.Error && ctx.Err() == nil {
 				fmt.Fprintf(os.Stderr, "[bench] watch: %v\n", ev.Object)
 			}
 			continue
