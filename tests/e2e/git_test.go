@@ -86,37 +86,42 @@ func testGitFunctions(t *testing.T, f *fnEnv) {
 	ns := f.cluster.Namespace(t, "git")
 	require.NoError(t, f.c.Create(ctx, gitCredentials(ns, "git-creds", "s3cret")))
 
-	t.Run("a branch with a slash reaches Running at its commit", func(t *testing.T) {
-		fn := gitFunction(ns, "branch", repo.URL, "feature/x", "git-creds")
-		// Re-checked every APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION (30 s), not 5 min.
-		fn.Annotations = map[string]string{v1alpha2.AnnotationContinuousGitCheckout: "true"}
-		require.NoError(t, f.fcs.Create(ctx, fn))
-		got := f.waitRunning(ns, "branch")
-		assert.Equal(t, feature, got.Status.Commit)
-		assert.Equal(t, v1alpha2.Repository{Reference: "feature/x", BaseDir: "/fn"}, got.Status.Repository)
-		assert.Equal(t, v1alpha2.ReasonSourceUpdated, condition(got, v1alpha2.ConditionConfigurationReady).Reason)
-		assert.Equal(t, []string{feature}, f.fetchedCommits(ns, "branch"))
-		assert.Equal(t, got.Status.BuiltImage, f.deployment(ns, "branch").Spec.Template.Spec.Containers[0].Image)
-		assert.Equal(t, 1, f.jobs.count(ns, "branch"))
-		f.answers(ns, "branch", "feature")
-	})
-	if t.Failed() {
-		return
+	branch := func(t *testing.T) {
+		f := f.in(t)
+		t.Run("a branch with a slash reaches Running at its commit", func(t *testing.T) {
+			f := f.in(t)
+			fn := gitFunction(ns, "branch", repo.URL, "feature/x", "git-creds")
+			// Re-checked every APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION (30 s), not 5 min.
+			fn.Annotations = map[string]string{v1alpha2.AnnotationContinuousGitCheckout: "true"}
+			require.NoError(t, f.fcs.Create(ctx, fn))
+			got := f.waitRunning(ns, "branch")
+			assert.Equal(t, feature, got.Status.Commit)
+			assert.Equal(t, v1alpha2.Repository{Reference: "feature/x", BaseDir: "/fn"}, got.Status.Repository)
+			assert.Equal(t, v1alpha2.ReasonSourceUpdated, condition(got, v1alpha2.ConditionConfigurationReady).Reason)
+			assert.Equal(t, []string{feature}, f.fetchedCommits(ns, "branch"))
+			assert.Equal(t, got.Status.BuiltImage, f.deployment(ns, "branch").Spec.Template.Spec.Containers[0].Image)
+			assert.Equal(t, 1, f.jobs.count(ns, "branch"))
+			f.answers(ns, "branch", "feature")
+		})
+		if t.Failed() {
+			return
+		}
+		t.Run("a new commit pushed is built once", func(t *testing.T) {
+			f := f.in(t)
+			before := f.waitRunning(ns, "branch")
+			next := repo.Commit(map[string]string{"fn/handler.js": "module.exports = { main: () => 'feature 2' };\n"}, "feature 2")
+			after := f.waitFunction(ns, "branch", "to run the new commit", 2*time.Minute, func(fn *v1alpha2.Function) bool {
+				return isRunning(fn) && fn.Status.Commit == next && fn.Status.BuiltImage != before.Status.BuiltImage
+			})
+			assert.Equal(t, after.Status.BuiltImage, f.deployment(ns, "branch").Spec.Template.Spec.Containers[0].Image)
+			assert.Contains(t, f.fetchedCommits(ns, "branch"), next)
+			f.requireJobsStay(ns, "branch", 2, "exactly one new build")
+			f.answers(ns, "branch", "feature 2")
+		})
 	}
 
-	t.Run("a new commit pushed is built once", func(t *testing.T) {
-		before := f.waitRunning(ns, "branch")
-		next := repo.Commit(map[string]string{"fn/handler.js": "module.exports = { main: () => 'feature 2' };\n"}, "feature 2")
-		after := f.waitFunction(ns, "branch", "to run the new commit", 2*time.Minute, func(fn *v1alpha2.Function) bool {
-			return isRunning(fn) && fn.Status.Commit == next && fn.Status.BuiltImage != before.Status.BuiltImage
-		})
-		assert.Equal(t, after.Status.BuiltImage, f.deployment(ns, "branch").Spec.Template.Spec.Containers[0].Image)
-		assert.Contains(t, f.fetchedCommits(ns, "branch"), next)
-		f.requireJobsStay(ns, "branch", 2, "exactly one new build")
-		f.answers(ns, "branch", "feature 2")
-	})
-
-	t.Run("tag and commit references", func(t *testing.T) {
+	tagAndCommit := func(t *testing.T) {
+		f := f.in(t)
 		require.NoError(t, f.fcs.Create(ctx, gitFunction(ns, "tag", repo.URL, "v1", "git-creds")))
 		require.NoError(t, f.fcs.Create(ctx, gitFunction(ns, "commit", repo.URL, first, "git-creds")))
 		for _, name := range []string{"tag", "commit"} {
@@ -128,20 +133,10 @@ func testGitFunctions(t *testing.T, f *fnEnv) {
 		assert.NotEqual(t, tag.Status.BuiltImage, commit.Status.BuiltImage, "one image per Function (uid in the tag)")
 		f.answers(ns, "tag", "v1")
 		f.answers(ns, "commit", "v1")
-	})
+	}
 
-	t.Run("a reference edit acts at once", func(t *testing.T) {
-		jobs := f.jobs.count(ns, "tag")
-		f.editFunction(ns, "tag", func(fn *v1alpha2.Function) { fn.Spec.Source.GitRepository.Reference = "feature/x" })
-		f.waitFunction(ns, "tag", "to build the branch", 20*time.Second, func(fn *v1alpha2.Function) bool {
-			return fn.Status.Reference == "feature/x" && fn.Status.Commit != first
-		})
-		f.waitRunning(ns, "tag")
-		f.requireJobsStay(ns, "tag", jobs+1, "one build for the new reference")
-		f.answers(ns, "tag", "feature 2")
-	})
-
-	t.Run("a wrong password gives a clear reason, the fixed Secret recovers", func(t *testing.T) {
+	wrongPassword := func(t *testing.T) {
+		f := f.in(t)
 		require.NoError(t, f.c.Create(ctx, gitCredentials(ns, "wrong-creds", "wrong")))
 		require.NoError(t, f.fcs.Create(ctx, gitFunction(ns, "auth", repo.URL, "main", "wrong-creds")))
 		got := f.waitFunction(ns, "auth", "to report the authentication failure", time.Minute, func(fn *v1alpha2.Function) bool {
@@ -158,5 +153,39 @@ func testGitFunctions(t *testing.T, f *fnEnv) {
 		got = f.waitFunction(ns, "auth", "to recover after the retry backoff", 2*time.Minute, isRunning)
 		assert.Equal(t, first, got.Status.Commit)
 		f.answers(ns, "auth", "v1")
+	}
+
+	// Three Functions of their own, side by side; the group ends when all
+	// of them have.
+	t.Run("side by side", func(t *testing.T) {
+		for _, sub := range []struct {
+			name string
+			run  func(t *testing.T)
+		}{
+			{"branch", branch},
+			{"tag and commit references", tagAndCommit},
+			{"a wrong password gives a clear reason, the fixed Secret recovers", wrongPassword},
+		} {
+			t.Run(sub.name, func(t *testing.T) {
+				t.Parallel()
+				sub.run(t)
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	// The tag's Function moves to the branch, at the commit pushed above.
+	t.Run("a reference edit acts at once", func(t *testing.T) {
+		f := f.in(t)
+		jobs := f.jobs.count(ns, "tag")
+		f.editFunction(ns, "tag", func(fn *v1alpha2.Function) { fn.Spec.Source.GitRepository.Reference = "feature/x" })
+		f.waitFunction(ns, "tag", "to build the branch", 20*time.Second, func(fn *v1alpha2.Function) bool {
+			return fn.Status.Reference == "feature/x" && fn.Status.Commit != first
+		})
+		f.waitRunning(ns, "tag")
+		f.requireJobsStay(ns, "tag", jobs+1, "one build for the new reference")
+		f.answers(ns, "tag", "feature 2")
 	})
 }

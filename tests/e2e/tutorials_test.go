@@ -61,37 +61,43 @@ type tutorials struct{ f *fnEnv }
 // of docs/user/tutorials is named here.
 func TestTutorials(t *testing.T) {
 	tu := &tutorials{f: startFunctionController(t)}
-	for _, step := range []struct {
+	type tutorial struct {
 		page string
 		run  func(t *testing.T, p docs.Page)
-	}{
-		{"01-10-create-inline-nodejs-function.md", tu.inlineNodejs},
-		{"01-11-create-inline-python-function.md", tu.inlinePython},
-		{"01-20-create-git-function.md", tu.gitFunction},
-		{"01-30-use-private-npm-registry.md", tu.privateNPMRegistry},
-		{"01-40-inject-secrets.md", tu.secrets},
-		{"01-50-scale-function.md", tu.scale},
-		{"01-80-expose-function.md", tu.expose},
-		{"01-90-subscribe-to-events.md", tu.events},
-		// These two change the Serverless CR; each restores it.
+	}
+	follow := func(t *testing.T, step tutorial) {
+		p, err := docs.Read(docs.Tutorials + "/" + step.page)
+		require.NoError(t, err)
+		step.run(t, p)
+	}
+	// Each of these works in a namespace of its own and leaves the
+	// Serverless CR alone, so they run side by side; the group ends when
+	// all of them have.
+	t.Run("side by side", func(t *testing.T) {
+		for _, step := range []tutorial{
+			{"01-10-create-inline-nodejs-function.md", tu.inlineNodejs},
+			{"01-11-create-inline-python-function.md", tu.inlinePython},
+			{"01-20-create-git-function.md", tu.gitFunction},
+			{"01-30-use-private-npm-registry.md", tu.privateNPMRegistry},
+			{"01-40-inject-secrets.md", tu.secrets},
+			{"01-50-scale-function.md", tu.scale},
+			{"01-80-expose-function.md", tu.expose},
+			{"01-90-subscribe-to-events.md", tu.events},
+		} {
+			t.Run(step.page, func(t *testing.T) {
+				t.Parallel()
+				follow(t, step)
+			})
+		}
+	})
+	// These change the Serverless CR (each restores it): one at a time,
+	// with nothing else running.
+	for _, step := range []tutorial{
 		{"01-60-switch-function-mode.md", tu.switchMode},
 		{"01-70-use-external-registry.md", tu.externalRegistry},
 	} {
-		t.Run(step.page, func(t *testing.T) {
-			p, err := docs.Read(docs.Tutorials + "/" + step.page)
-			require.NoError(t, err)
-			step.run(t, p)
-		})
+		t.Run(step.page, func(t *testing.T) { follow(t, step) })
 	}
-}
-
-// in is the module's clients and helpers reporting to t (a subtest).
-func (tu *tutorials) in(t *testing.T) *fnEnv {
-	e := *tu.f.env
-	e.t = t
-	f := *tu.f
-	f.env = &e
-	return &f
 }
 
 // namespace is the tutorial's NAMESPACE: a new namespace whose Pods run on
@@ -173,7 +179,7 @@ func (tu *tutorials) answers(t *testing.T, p docs.Page, ns, name, path, want str
 	t.Helper()
 	portForward(t, p, name)
 	says(t, p, want)
-	f := tu.in(t)
+	f := tu.f.in(t)
 	f.cluster.WaitForAnswer(t, 2*time.Minute, ns, name, path, func(body string) bool { return body == want }, f.dumpsFor(ns, name)...)
 }
 
@@ -191,7 +197,7 @@ func runningBuildless(fn *v1alpha2.Function) bool {
 func (tu *tutorials) inlineNodejs(t *testing.T, p docs.Page) {
 	ns := tu.namespace(t, "tut-nodejs")
 	tu.apply(t, ns, objects(t, p, ns)...)
-	tu.in(t).waitRunning(ns, "hello-nodejs")
+	tu.f.in(t).waitRunning(ns, "hello-nodejs")
 	says(t, p, `curl "http://localhost:8080/?name=Kyma"`)
 	tu.answers(t, p, ns, "hello-nodejs", "/?name=Kyma", "Hello, Kyma!")
 }
@@ -199,7 +205,7 @@ func (tu *tutorials) inlineNodejs(t *testing.T, p docs.Page) {
 func (tu *tutorials) inlinePython(t *testing.T, p docs.Page) {
 	ns := tu.namespace(t, "tut-python")
 	tu.apply(t, ns, objects(t, p, ns)...)
-	f := tu.in(t)
+	f := tu.f.in(t)
 	f.waitRunning(ns, "hello-python")
 	portForward(t, p, "hello-python")
 	var shown map[string]any
@@ -261,7 +267,7 @@ func (tu *tutorials) gitFunction(t *testing.T, p docs.Page) {
 		StringData: map[string]string{"key": key, "knownHosts": knownHosts}}))
 	tu.apply(t, ns, objs...)
 
-	f := tu.in(t)
+	f := tu.f.in(t)
 	f.waitRunning(ns, "hello-git")
 	f.waitRunning(ns, "hello-git-ssh")
 	commit := tu.sh(t, p, ns, `kubectl get function -n "$NAMESPACE" hello-git -o jsonpath='{.status.gitRepository.commit}'`)
@@ -330,7 +336,7 @@ func (tu *tutorials) privateNPMRegistry(t *testing.T, p docs.Page) {
 	require.NoError(t, unstructured.SetNestedField(secret.Object, npmrc, "stringData", ".npmrc"))
 	tu.apply(t, ns, objs...)
 
-	tu.in(t).waitRunning(ns, "hello-private")
+	tu.f.in(t).waitRunning(ns, "hello-private")
 	tu.answers(t, p, ns, "hello-private", "/", "Hello, Kyma, from a private package!")
 	assert.Positive(t, reg.Downloads("greeting-lib", "1.0.0"), "the package came from the private registry")
 }
@@ -338,7 +344,7 @@ func (tu *tutorials) privateNPMRegistry(t *testing.T, p docs.Page) {
 func (tu *tutorials) secrets(t *testing.T, p docs.Page) {
 	ns := tu.namespace(t, "tut-secrets")
 	tu.apply(t, ns, objects(t, p, ns)...)
-	tu.in(t).waitRunning(ns, "hello-secrets")
+	tu.f.in(t).waitRunning(ns, "hello-secrets")
 	tu.answers(t, p, ns, "hello-secrets", "/", "API_KEY has 14 characters, the token file has 12 characters")
 }
 
@@ -346,7 +352,7 @@ func (tu *tutorials) scale(t *testing.T, p docs.Page) {
 	ns := tu.namespace(t, "tut-scale")
 	objs := objects(t, p, ns)
 	require.Len(t, objs, 2, "%s applies the Function, then the Function with scaleConfig", p.Path)
-	f := tu.in(t)
+	f := tu.f.in(t)
 	tu.apply(t, ns, objs[0])
 	f.waitRunning(ns, "hello-scale")
 
@@ -482,7 +488,7 @@ func (tu *tutorials) expose(t *testing.T, p docs.Page) {
 	tu.sh(t, p, ns, `kubectl label namespace "$NAMESPACE" istio-injection=enabled --overwrite`)
 	objs := objects(t, p, ns)
 	tu.apply(t, ns, object(t, objs, "Function", "hello-expose"))
-	tu.in(t).waitRunning(ns, "hello-expose")
+	tu.f.in(t).waitRunning(ns, "hello-expose")
 
 	rule := object(t, objs, "APIRule", "hello-expose")
 	assert.Equal(t, "gateway.kyma-project.io/v2", rule.GetAPIVersion())
@@ -497,7 +503,7 @@ func (tu *tutorials) expose(t *testing.T, p docs.Page) {
 	tu.serviceOnPort80(t, ns, service)
 	says(t, p, "curl https://hello-expose.<domain>/")
 	says(t, p, "Hello from an exposed Function!")
-	f := tu.in(t)
+	f := tu.f.in(t)
 	f.cluster.WaitForAnswer(t, 2*time.Minute, ns, service, "/", func(body string) bool { return body == "Hello from an exposed Function!" }, f.dumpsFor(ns, service)...)
 }
 
@@ -508,7 +514,7 @@ func (tu *tutorials) events(t *testing.T, p docs.Page) {
 	ns := tu.namespace(t, "tut-events")
 	objs := objects(t, p, ns)
 	tu.apply(t, ns, object(t, objs, "Function", "order-handler"))
-	f := tu.in(t)
+	f := tu.f.in(t)
 	f.waitRunning(ns, "order-handler")
 
 	sub := object(t, objs, "Subscription", "order-handler")
@@ -566,7 +572,7 @@ func (tu *tutorials) events(t *testing.T, p docs.Page) {
 }
 
 func (tu *tutorials) switchMode(t *testing.T, p docs.Page) {
-	f := tu.in(t)
+	f := tu.f.in(t)
 	ns := tu.namespace(t, "tut-modes")
 	assert.Equal(t, v1alpha1.FunctionModeBuild, tu.sh(t, p, ns, `kubectl get serverless default -n kyma-system -o jsonpath='{.status.functionMode}'`))
 	tu.apply(t, ns, objects(t, p, ns)...)
@@ -597,7 +603,7 @@ func (tu *tutorials) switchMode(t *testing.T, p docs.Page) {
 }
 
 func (tu *tutorials) externalRegistry(t *testing.T, p docs.Page) {
-	f := tu.in(t)
+	f := tu.f.in(t)
 	ctx := t.Context()
 	reg, err := f.cluster.StartRegistry(ctx, framework.RegistrySpec{Name: "registry-" + strings.ReplaceAll(t.Name(), "/", "-"), Dir: t.TempDir(),
 		Username: "tutorial", Password: "registry-password-of-the-tutorial"})
