@@ -65,9 +65,9 @@ const benchColdSamples = 5
 const benchDependencies = `{"name": "bench", "version": "1.0.0", "dependencies": {"lodash": "4.17.21", "uuid": "9.0.1", "debug": "4.3.4"}}`
 
 // The presets of the real-build benches: what fits on the real node's 2
-// CPUs (config/samples/small-cluster-serverless-cr.yaml builds with
-// local-dev; Functions XS, as the e2e tests of real builds, so 24 of them
-// leave room for 5 builds).
+// CPUs (builds ask 200m, as in config/samples/small-cluster-serverless-cr.yaml,
+// here with local-dev's lower limit, the figures' reference; Functions XS,
+// as the e2e tests of real builds, so 24 of them leave room for 5 builds).
 const (
 	realBuildPreset    = "local-dev"
 	realFunctionPreset = "XS"

@@ -85,10 +85,11 @@ func startInternalRegistry(t *testing.T, inCluster bool) *internalRegistry {
 	require.NoError(t, e.c.Create(ctx, &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
 		Spec: v1alpha1.ServerlessSpec{
 			DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptrTo(true)},
-			// The real node has 2 CPUs: the smallest presets let many
-			// Functions run and builds start beside them.
+			// The real node has 2 CPUs: the smallest requests let many
+			// Functions run and builds start beside them (slow asks what
+			// local-dev asks, with a higher limit).
 			DefaultRuntimePodPreset: "XS",
-			DefaultBuildJobPreset:   "local-dev",
+			DefaultBuildJobPreset:   "slow",
 		}}))
 	e.waitState("default", v1alpha1.StateReady)
 	f := newFnEnv(t, e)
