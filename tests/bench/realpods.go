@@ -374,17 +374,16 @@ func (p *podsBench) scaleOut(ctx context.Context, name string, n int32, want str
 	if err != nil {
 		return 0, err
 	}
+	defer deploys.end()
 	pods, err := watchTimeline(ctx, p.wc, &corev1.PodList{}, func(o client.Object) (bool, string) {
 		return o.(*corev1.Pod).Status.PodIP != "", "no IP"
 	}, sel...)
 	if err != nil {
-		deploys.end()
 		return 0, err
 	}
+	defer pods.end()
 	start, err := p.edit(ctx, name, func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To(n) })
 	if err != nil {
-		deploys.end()
-		pods.end()
 		return 0, err
 	}
 	answered, err := p.untilPodsAnswer(ctx, name, int(n), func(body string) bool { return body == want })

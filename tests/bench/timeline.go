@@ -115,7 +115,8 @@ func (t *timeline) progress() (inState int, others map[string]int) {
 	return inState, others
 }
 
-// end stops the watch; the recorded times are then the caller's.
+// end stops the watch; the recorded times are then the caller's. Ending
+// again returns them again.
 func (t *timeline) end() (seen, reached map[string]time.Time) {
 	t.stop()
 	<-t.done
