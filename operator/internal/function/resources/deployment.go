@@ -69,7 +69,7 @@ func Deployment(in Inputs) *appsv1.Deployment {
 						Env:             functionEnv(in),
 						Resources:       functionResources,
 						VolumeMounts:    mounts,
-						StartupProbe:    probe(0, 5, 0, 30),
+						StartupProbe:    startupProbe(),
 						ReadinessProbe:  probe(0, 5, 2, 1),
 						LivenessProbe:   probe(0, 5, 4, 3),
 						SecurityContext: ContainerSecurityContext(fn),
@@ -148,6 +148,25 @@ func orDefault[T any, P interface{ *T }](v, def P) P {
 	}
 	c := *def
 	return &c
+}
+
+// startupProbe is probed every second, 150 times: the 150 s release 1.8.4
+// allows a Pod to start, with the Pod Ready as soon as its server listens.
+// kubelet runs a startup probe only on its period (readiness it also probes
+// at each Pod sync), so 1.8.4's period of 5 s kept every new Pod out of its
+// Service for up to 5 s more.
+func startupProbe() *corev1.Probe {
+	return probe(0, 1, 0, 150)
+}
+
+// legacyStartupProbe tells 1.8.4's startup probe (every 5 s, 30 times,
+// as the API server stores it). A Deployment with it runs what this
+// controller wants: replacing the probe alone would roll every Function's
+// Pods at a takeover, so it stays until some compared field changes.
+func legacyStartupProbe(p *corev1.Probe) bool {
+	return p != nil && p.HTTPGet != nil && p.HTTPGet.Path == healthPath && p.HTTPGet.Port == intstr.FromInt32(FunctionPort) &&
+		p.InitialDelaySeconds == 0 && p.PeriodSeconds == 5 && p.FailureThreshold == 30 &&
+		p.TimeoutSeconds <= 1 && p.SuccessThreshold <= 1
 }
 
 // probe is an HTTP GET /healthz on the Function port; zero fields are left

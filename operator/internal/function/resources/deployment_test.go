@@ -123,7 +123,7 @@ func TestDeployment(t *testing.T) {
 	assert.True(t, resource.MustParse("400m").Equal(c.Resources.Requests[corev1.ResourceCPU]))
 
 	httpGet := &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}
-	assert.Equal(t, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: httpGet}, PeriodSeconds: 5, FailureThreshold: 30}, c.StartupProbe)
+	assert.Equal(t, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: httpGet}, PeriodSeconds: 1, FailureThreshold: 150}, c.StartupProbe)
 	assert.Equal(t, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: httpGet}, PeriodSeconds: 5, TimeoutSeconds: 2, FailureThreshold: 1}, c.ReadinessProbe)
 	assert.Equal(t, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: httpGet}, PeriodSeconds: 5, TimeoutSeconds: 4, FailureThreshold: 3}, c.LivenessProbe)
 

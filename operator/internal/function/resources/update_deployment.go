@@ -21,7 +21,8 @@ import (
 //     the function container's image, env (order included) and resources
 //     (semantic quantities), the Pod's and the container's security context
 //     (exact), and every other field desired sets (probes, volumes, mounts,
-//     service account, …) compared with live after API defaulting. When it differs the whole Pod spec is
+//     service account, …) compared with live after API defaulting, 1.8.4's
+//     startup probe counting as ours. When it differs the whole Pod spec is
 //     replaced, as 1.8.4 does.
 //
 // Template annotations: live's are kept (kubectl.kubernetes.io/restartedAt
@@ -134,6 +135,9 @@ func podSpecDiffers(live, desired *corev1.PodSpec) bool {
 	d.SecurityContext = nil
 	for i := range d.Containers {
 		d.Containers[i].SecurityContext = nil
+		if legacyStartupProbe(live.Containers[i].StartupProbe) {
+			d.Containers[i].StartupProbe = live.Containers[i].StartupProbe
+		}
 	}
 	return !coveredBy(d, live)
 }

@@ -214,6 +214,17 @@ func TestUpdateDeployment(t *testing.T) {
 			d.Spec.Template.Spec.Containers[0].LivenessProbe.PeriodSeconds = 60
 			return d
 		}, desired: base, update: true},
+		{name: "1.8.4's startup probe: no update", live: func() *appsv1.Deployment {
+			d := stored(base)
+			p := d.Spec.Template.Spec.Containers[0].StartupProbe
+			p.PeriodSeconds, p.FailureThreshold = 5, 30
+			return d
+		}, desired: base, update: false},
+		{name: "startup probe edited by hand: update", live: func() *appsv1.Deployment {
+			d := stored(base)
+			d.Spec.Template.Spec.Containers[0].StartupProbe.PeriodSeconds = 5
+			return d
+		}, desired: base, update: true},
 		{name: "service account edited: update", live: func() *appsv1.Deployment {
 			d := stored(base)
 			d.Spec.Template.Spec.ServiceAccountName = "default"
