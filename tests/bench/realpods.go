@@ -85,7 +85,7 @@ type podsBench struct {
 
 // The figures, in the order they print.
 const (
-	figCold      = "create → first answer, with the dependency (build: cold)"
+	figCold      = "create → first answer, with the dependency (build mode: a cold build)"
 	figRebuild   = "source change → new answer (build: dependencies cached)"
 	figNoDep     = "create → first answer, no dependency"
 	figBulk      = "create → first answer, with the ~50 MB dependency set"
