@@ -404,12 +404,17 @@ func (p *podsBench) scaleOut(ctx context.Context, name string, n int32, want str
 	return answered[lastPod].at.Sub(start), nil
 }
 
+// functionPods selects the Pods of the Function's Deployment.
+func (p *podsBench) functionPods(name string) []client.ListOption {
+	return []client.ListOption{client.InNamespace(p.ns), client.MatchingLabels{
+		v1alpha2.LabelFunctionName: name, v1alpha2.LabelResource: v1alpha2.ResourceDeployment}}
+}
+
 // onePodLeft waits until the Function has exactly one Pod, none terminating.
 func (p *podsBench) onePodLeft(ctx context.Context, name string) error {
 	return framework.Poll(ctx, 2*time.Minute, "Function "+name+" to have one Pod left", func(ctx context.Context) (bool, string, error) {
 		var pods corev1.PodList
-		if err := p.c.List(ctx, &pods, client.InNamespace(p.ns), client.MatchingLabels{
-			v1alpha2.LabelFunctionName: name, v1alpha2.LabelResource: v1alpha2.ResourceDeployment}); err != nil {
+		if err := p.c.List(ctx, &pods, p.functionPods(name)...); err != nil {
 			return false, "", err
 		}
 		return len(pods.Items) == 1 && pods.Items[0].DeletionTimestamp == nil, fmt.Sprintf("%d Pods", len(pods.Items)), nil
@@ -430,8 +435,7 @@ func (p *podsBench) untilPodsAnswer(ctx context.Context, name string, n int, ok 
 	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	err := framework.Poll(ctx, 10*time.Minute, fmt.Sprintf("%d Pods of Function %s/%s to answer", n, p.ns, name), func(ctx context.Context) (bool, string, error) {
 		var pods corev1.PodList
-		if err := p.c.List(ctx, &pods, client.InNamespace(p.ns), client.MatchingLabels{
-			v1alpha2.LabelFunctionName: name, v1alpha2.LabelResource: v1alpha2.ResourceDeployment}); err != nil {
+		if err := p.c.List(ctx, &pods, p.functionPods(name)...); err != nil {
 			return false, "", err
 		}
 		var mu sync.Mutex

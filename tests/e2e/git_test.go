@@ -155,23 +155,12 @@ func testGitFunctions(t *testing.T, f *fnEnv) {
 		f.answers(ns, "auth", "v1")
 	}
 
-	// Three Functions of their own, side by side; the group ends when all
-	// of them have.
-	t.Run("side by side", func(t *testing.T) {
-		for _, sub := range []struct {
-			name string
-			run  func(t *testing.T)
-		}{
-			{"branch", branch},
-			{"tag and commit references", tagAndCommit},
-			{"a wrong password gives a clear reason, the fixed Secret recovers", wrongPassword},
-		} {
-			t.Run(sub.name, func(t *testing.T) {
-				t.Parallel()
-				sub.run(t)
-			})
-		}
-	})
+	// Three Functions of their own.
+	sideBySide(t,
+		subtest{"branch", branch},
+		subtest{"tag and commit references", tagAndCommit},
+		subtest{"a wrong password gives a clear reason, the fixed Secret recovers", wrongPassword},
+	)
 	if t.Failed() {
 		return
 	}

@@ -12,21 +12,34 @@ import "testing"
 // install.
 func TestFunctionsSideBySide(t *testing.T) {
 	f := startFunctionController(t)
-	for _, tc := range []struct {
-		name string
-		run  func(*testing.T, *fnEnv)
-	}{
-		{"CloudEventsReachTheHandler", testCloudEventsReachTheHandler},
-		{"ServiceSelectsOnlyTheFunctionsPods", testServiceSelectsOnlyTheFunctionsPods},
-		{"FailingDependencyInstallKeepsThePreviousVersion", testFailingDependencyInstallKeepsThePreviousVersion},
-		{"GitFunctions", testGitFunctions},
-		{"FunctionSeesItsSecrets", testFunctionSeesItsSecrets},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t, f.in(t))
-		})
-	}
+	sideBySide(t,
+		subtest{"CloudEventsReachTheHandler", func(t *testing.T) { testCloudEventsReachTheHandler(t, f.in(t)) }},
+		subtest{"ServiceSelectsOnlyTheFunctionsPods", func(t *testing.T) { testServiceSelectsOnlyTheFunctionsPods(t, f.in(t)) }},
+		subtest{"FailingDependencyInstallKeepsThePreviousVersion", func(t *testing.T) { testFailingDependencyInstallKeepsThePreviousVersion(t, f.in(t)) }},
+		subtest{"GitFunctions", func(t *testing.T) { testGitFunctions(t, f.in(t)) }},
+		subtest{"FunctionSeesItsSecrets", func(t *testing.T) { testFunctionSeesItsSecrets(t, f.in(t)) }},
+	)
+}
+
+// subtest is a named part of a test.
+type subtest struct {
+	name string
+	run  func(*testing.T)
+}
+
+// sideBySide runs the subtests in parallel, in a group named "side by
+// side", and returns when all of them have ended (-parallel bounds how many
+// run at once).
+func sideBySide(t *testing.T, subtests ...subtest) {
+	t.Helper()
+	t.Run("side by side", func(t *testing.T) {
+		for _, s := range subtests {
+			t.Run(s.name, func(t *testing.T) {
+				t.Parallel()
+				s.run(t)
+			})
+		}
+	})
 }
 
 // in is f for a subtest: its failures, waits and cleanups are t's; the

@@ -61,42 +61,32 @@ type tutorials struct{ f *fnEnv }
 // of docs/user/tutorials is named here.
 func TestTutorials(t *testing.T) {
 	tu := &tutorials{f: startFunctionController(t)}
-	type tutorial struct {
-		page string
-		run  func(t *testing.T, p docs.Page)
-	}
-	follow := func(t *testing.T, step tutorial) {
-		p, err := docs.Read(docs.Tutorials + "/" + step.page)
-		require.NoError(t, err)
-		step.run(t, p)
+	follow := func(page string, run func(t *testing.T, p docs.Page)) subtest {
+		return subtest{page, func(t *testing.T) {
+			p, err := docs.Read(docs.Tutorials + "/" + page)
+			require.NoError(t, err)
+			run(t, p)
+		}}
 	}
 	// Each of these works in a namespace of its own and leaves the
-	// Serverless CR alone, so they run side by side; the group ends when
-	// all of them have.
-	t.Run("side by side", func(t *testing.T) {
-		for _, step := range []tutorial{
-			{"01-10-create-inline-nodejs-function.md", tu.inlineNodejs},
-			{"01-11-create-inline-python-function.md", tu.inlinePython},
-			{"01-20-create-git-function.md", tu.gitFunction},
-			{"01-30-use-private-npm-registry.md", tu.privateNPMRegistry},
-			{"01-40-inject-secrets.md", tu.secrets},
-			{"01-50-scale-function.md", tu.scale},
-			{"01-80-expose-function.md", tu.expose},
-			{"01-90-subscribe-to-events.md", tu.events},
-		} {
-			t.Run(step.page, func(t *testing.T) {
-				t.Parallel()
-				follow(t, step)
-			})
-		}
-	})
+	// Serverless CR alone.
+	sideBySide(t,
+		follow("01-10-create-inline-nodejs-function.md", tu.inlineNodejs),
+		follow("01-11-create-inline-python-function.md", tu.inlinePython),
+		follow("01-20-create-git-function.md", tu.gitFunction),
+		follow("01-30-use-private-npm-registry.md", tu.privateNPMRegistry),
+		follow("01-40-inject-secrets.md", tu.secrets),
+		follow("01-50-scale-function.md", tu.scale),
+		follow("01-80-expose-function.md", tu.expose),
+		follow("01-90-subscribe-to-events.md", tu.events),
+	)
 	// These change the Serverless CR (each restores it): one at a time,
 	// with nothing else running.
-	for _, step := range []tutorial{
-		{"01-60-switch-function-mode.md", tu.switchMode},
-		{"01-70-use-external-registry.md", tu.externalRegistry},
+	for _, s := range []subtest{
+		follow("01-60-switch-function-mode.md", tu.switchMode),
+		follow("01-70-use-external-registry.md", tu.externalRegistry),
 	} {
-		t.Run(step.page, func(t *testing.T) { follow(t, step) })
+		t.Run(s.name, s.run)
 	}
 }
 
