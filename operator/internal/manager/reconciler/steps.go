@@ -22,6 +22,7 @@ type step struct {
 func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 	if cr.DeletionTimestamp != nil {
 		return []step{
+			{"confirm", r.stepConfirm},
 			{"served", r.stepServed},
 			{"scope", r.stepScope},
 			{"inventory", r.stepInventory},

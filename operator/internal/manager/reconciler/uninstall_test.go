@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -168,4 +169,63 @@ func TestUninstallDeletesTheRegistryRepositoriesRecord(t *testing.T) {
 
 	assert.Nil(t, reconcileUninstall(t, c, r, cr), "the finalizer goes")
 	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(record), &corev1.ConfigMap{})), "the record is deleted")
+}
+
+// staleCR is a cache that has not seen the Serverless CR go: it still
+// serves the copy it held before the finalizer was removed.
+type staleCR struct {
+	client.Client
+	cr *v1alpha1.Serverless
+}
+
+func (s staleCR) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if cr, ok := obj.(*v1alpha1.Serverless); ok && key == client.ObjectKeyFromObject(s.cr) {
+		s.cr.DeepCopyInto(cr)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+func (s staleCR) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if l, ok := list.(*v1alpha1.ServerlessList); ok {
+		l.Items = []v1alpha1.Serverless{*s.cr.DeepCopy()}
+		return nil
+	}
+	return s.Client.List(ctx, list, opts...)
+}
+
+// enters records the namespaces a reconcile takes up.
+type enters struct{ namespaces []string }
+
+func (e *enters) Enter(_ context.Context, namespace string) error {
+	e.namespaces = append(e.namespaces, namespace)
+	return nil
+}
+func (*enters) Leave(context.Context, string) error { return nil }
+func (*enters) Watch(context.Context, func(context.Context, cache.Cache) error) error {
+	return nil
+}
+
+// The pass after the one that removed the finalizer may read the CR from a
+// cache that has not seen it go. That pass does nothing: it neither takes
+// the namespace up again (the manager's RoleBinding there would be
+// recreated and left) nor deletes what the next served CR installed.
+func TestUninstallOfACRAlreadyGoneDoesNothing(t *testing.T) {
+	c, r, cr := uninstallEnv(t, cacheMissing)
+	ctx := t.Context()
+	stale := &v1alpha1.Serverless{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cr), stale))
+	r.renderer = renders(t)
+	require.Nil(t, reconcileUninstall(t, c, r, cr), "the uninstall ends")
+
+	next := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: "serverless-configuration", Labels: module.Labels()}}
+	require.NoError(t, c.Create(ctx, next), "installed for the next served CR")
+	scope := &enters{}
+	late := New(staleCR{Client: c, cr: stale}, c, cacheMissing(c), renders(t, next), nil, &countEvents{}, nil,
+		Options{Namespace: uninstallNS, Scope: scope})
+	res, err := late.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
+	require.NoError(t, err)
+	assert.Equal(t, ctrl.Result{}, res)
+	assert.Empty(t, scope.namespaces, "no namespace taken up")
+	assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(next), &corev1.ConfigMap{}), "the next installation's ConfigMap stays")
 }
