@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -300,11 +301,17 @@ func (o Options) remote(ctx context.Context) []remote.Option {
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext
 	if o.SkipTLSVerify {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for with --skip-tls-verify
-		opts = append(opts, remote.WithTransport(tr))
 	}
-	return opts
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(tr)}
 }
+
+// connectTimeout bounds each connection attempt to a registry (Go's default
+// is 30 s). A registry's Service answers within milliseconds, a public one
+// within seconds; a connection sent to a registry Pod that was just deleted
+// (the Service still pointed at it) gets no answer at all, and each such
+// attempt, HTTPS then plain HTTP, held the build for the full 30 s.
+const connectTimeout = 10 * time.Second
