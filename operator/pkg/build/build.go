@@ -47,6 +47,10 @@ type Options struct {
 	// Created is the time every layer and the config carry (zero: the
 	// Unix epoch), so the same inputs give the same image.
 	Created time.Time
+
+	// transport carries every registry request of one step, so its
+	// requests reuse connections (withTransport sets it).
+	transport http.RoundTripper
 }
 
 // State files prepare writes into StateDir.
@@ -72,6 +76,7 @@ func DependencyKey(baseDigest v1.Hash, dependencies []byte, packageConfigDigest 
 // Prepare writes the dependency key into the state directory and marks it
 // cached when the Function registry keeps its layer.
 func Prepare(ctx context.Context, o Options) (key string, cached bool, err error) {
+	o = o.withTransport()
 	rt, err := RuntimeOf(o.Runtime)
 	if err != nil {
 		return "", false, err
@@ -113,6 +118,7 @@ func Prepare(ctx context.Context, o Options) (key string, cached bool, err error
 // of what the dependency step installed, which is then kept), the source
 // layer and the runtime's configuration. It returns the pushed digest.
 func Image(ctx context.Context, o Options) (v1.Hash, error) {
+	o = o.withTransport()
 	rt, err := RuntimeOf(o.Runtime)
 	if err != nil {
 		return v1.Hash{}, err
@@ -301,12 +307,22 @@ func (o Options) remote(ctx context.Context) []remote.Option {
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
+	if o.transport == nil {
+		o = o.withTransport()
+	}
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(o.transport)}
+}
+
+// withTransport is o with the transport of its registry requests: a
+// bounded connection time, and no certificate check when asked.
+func (o Options) withTransport() Options {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext
 	if o.SkipTLSVerify {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for with --skip-tls-verify
 	}
-	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(tr)}
+	o.transport = tr
+	return o
 }
 
 // connectTimeout bounds each connection attempt to a registry (Go's default
