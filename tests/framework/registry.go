@@ -15,7 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/htpasswd"
 )
 
 // Registry is the chart's registry software (distribution, built by
@@ -70,17 +71,6 @@ health:
     threshold: 3
 `
 
-// HtpasswdLine is the htpasswd entry of the credentials, bcrypt at cost 5:
-// what `htpasswd -B` writes by default. distribution checks it on every
-// request, so the cost shows in every push.
-func HtpasswdLine(username, password string) ([]byte, error) {
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), 5)
-	if err != nil {
-		return nil, err
-	}
-	return []byte(username + ":" + string(hash) + "\n"), nil
-}
-
 // StartRegistry starts a registry on a free port of the real node's
 // address, lets the node pull from it over plain HTTP and waits until it
 // answers (it refuses anonymous requests).
@@ -101,12 +91,12 @@ func (c *Cluster) StartRegistry(ctx context.Context, spec RegistrySpec) (*Regist
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	line, err := HtpasswdLine(spec.Username, spec.Password)
+	line, err := htpasswd.Line(spec.Username, spec.Password)
 	if err != nil {
 		return nil, err
 	}
-	htpasswd := filepath.Join(spec.Dir, "htpasswd")
-	if err := os.WriteFile(htpasswd, line, 0o600); err != nil {
+	htpasswdFile := filepath.Join(spec.Dir, "htpasswd")
+	if err := os.WriteFile(htpasswdFile, line, 0o600); err != nil {
 		return nil, err
 	}
 	config := filepath.Join(spec.Dir, "config.yml")
@@ -121,7 +111,7 @@ func (c *Cluster) StartRegistry(ctx context.Context, spec RegistrySpec) (*Regist
 		Path: filepath.Join(c.root, "bin", "assets", "registry"),
 		Args: []string{"serve", config},
 		Env: []string{
-			"REGISTRY_AUTH=htpasswd", "REGISTRY_AUTH_HTPASSWD_REALM=Registry Realm", "REGISTRY_AUTH_HTPASSWD_PATH=" + htpasswd,
+			"REGISTRY_AUTH=htpasswd", "REGISTRY_AUTH_HTPASSWD_REALM=Registry Realm", "REGISTRY_AUTH_HTPASSWD_PATH=" + htpasswdFile,
 			"REGISTRY_HTTP_SECRET=" + spec.Name,
 		},
 		OnlyEnv: true,

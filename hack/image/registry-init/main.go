@@ -6,14 +6,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/crypto/bcrypt"
+	"github.com/kyma-project/serverless-manager/operator/pkg/htpasswd"
 )
 
 // Paths the chart mounts into the init container.
@@ -24,14 +23,6 @@ const (
 	registryUser   = 1000
 )
 
-// htpasswdCost is the bcrypt cost of the hash, Apache htpasswd's default
-// for -B (bcrypt is what distribution's htpasswd accepts). The registry
-// checks the hash on every request: at Go's default cost (10) that is 60 ms
-// of CPU per request here, and the registry's 400m limit made builds and
-// pulls queue behind it. The password is 20 random alphanumerics (~119
-// bits), so a costlier hash would add no protection.
-const htpasswdCost = 5
-
 func main() {
 	if err := run(credentialsDir, htpasswdDir, storageDir); err != nil {
 		fmt.Fprintln(os.Stderr, "registry-init:", err)
@@ -39,7 +30,7 @@ func main() {
 	}
 }
 
-func run(credentials, htpasswd, storage string) error {
+func run(credentials, dir, storage string) error {
 	user, err := os.ReadFile(filepath.Join(credentials, "username.txt"))
 	if err != nil {
 		return err
@@ -48,15 +39,11 @@ func run(credentials, htpasswd, storage string) error {
 	if err != nil {
 		return err
 	}
-	name := strings.TrimSpace(string(user))
-	if name == "" || strings.Contains(name, ":") {
-		return errors.New("the registry user name is empty or holds a colon")
-	}
-	hash, err := bcrypt.GenerateFromPassword(password, htpasswdCost)
+	line, err := htpasswd.Line(strings.TrimSpace(string(user)), string(password))
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(htpasswd, "htpasswd"), []byte(name+":"+string(hash)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "htpasswd"), line, 0o644); err != nil {
 		return err
 	}
 	return filepath.WalkDir(storage, func(p string, d fs.DirEntry, err error) error {
