@@ -270,6 +270,7 @@ func (e *env) uninstallAll() {
 	for i := range list.Items {
 		_ = e.c.Delete(ctx, &list.Items[i])
 	}
+	start, crs := time.Now(), len(list.Items)
 	err := framework.Poll(ctx, 2*time.Minute, "every Serverless CR to be gone", func(ctx context.Context) (bool, string, error) {
 		if err := e.c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return false, "", err
@@ -284,6 +285,7 @@ func (e *env) uninstallAll() {
 		e.t.Error(err)
 		return
 	}
+	e.t.Logf("the uninstall of %d Serverless CR(s) took %s", crs, time.Since(start).Round(time.Millisecond))
 	for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}, &corev1.ServiceAccountList{}} {
 		require.NoError(e.t, e.c.List(ctx, l, client.MatchingLabels{module.LabelManagedBy: module.ManagedBy}))
 		assert.Zero(e.t, meta.LenList(l), "%T: objects of the module left after uninstall", l)

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -207,6 +208,15 @@ func (c *Cluster) Namespace(t testing.TB, prefix string) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// Functions first: a namespace being deleted keeps its other objects
+		// until its Pods are gone (ordered namespace deletion), so its
+		// Functions would hold the test's uninstall back for as long as
+		// their Pods take to stop.
+		fns := &metav1.PartialObjectMetadata{}
+		fns.SetGroupVersionKind(functionGVK)
+		if err := c.client.DeleteAllOf(ctx, fns, client.InNamespace(ns.Name)); err != nil && !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
+			t.Errorf("delete the Functions of namespace %s: %v", ns.Name, err)
+		}
 		if err := c.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("delete namespace %s: %v", ns.Name, err)
 		}
