@@ -195,18 +195,18 @@ func TestManagedObjectsAreRestored(t *testing.T) {
 				return e.c.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "functions.serverless.kyma-project.io"}})
 			},
 			// Restored means serving: established and its Functions
-			// listable. A CRD deleted while kube-apiserver still sets up its
-			// storage stays Terminating for minutes: the CRD finalizer cannot
-			// list the instances ("storage is (re)initializing") and retries
-			// with a growing backoff; the next run must not delete it then.
+			// listable (see the wait before each fault).
 			check: func(ctx context.Context) (bool, string, error) {
 				crd := &apiextensionsv1.CustomResourceDefinition{}
 				err := e.c.Get(ctx, types.NamespacedName{Name: "functions.serverless.kyma-project.io"}, crd)
 				if apierrors.IsNotFound(err) {
 					return false, "no CRD", nil
 				}
-				if err != nil || crd.DeletionTimestamp != nil || !crdEstablished(crd) {
-					return false, crdState(crd), err
+				if err != nil {
+					return false, "", err // the last observation stays the last CRD seen
+				}
+				if crd.DeletionTimestamp != nil || !crdEstablished(crd) {
+					return false, crdState(crd), nil
 				}
 				fns := &metav1.PartialObjectMetadataList{}
 				fns.SetGroupVersionKind(v1alpha2.GroupVersion.WithKind("FunctionList"))
@@ -222,6 +222,13 @@ func TestManagedObjectsAreRestored(t *testing.T) {
 	}
 	for _, f := range faults {
 		for run := range 2 {
+			// The fault hits a module in place. For the CRD that includes
+			// its Functions' storage, which kube-apiserver sets up at the
+			// first request for them (in a cluster, the Function
+			// controller's watch): a CRD deleted before any such request
+			// was seen Terminating for over 2 minutes, its finalizer unable
+			// to list the instances ("storage is (re)initializing").
+			framework.WaitFor(t, 30*time.Second, f.name+": in place before the fault", f.check, e.dumps("default")...)
 			start := time.Now()
 			require.NoError(t, f.inject(), "%s (run %d)", f.name, run)
 			restore := 30 * time.Second
