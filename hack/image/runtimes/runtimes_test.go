@@ -478,6 +478,7 @@ func TestNodejs(t *testing.T) {
 		},
 	}, cloudEventCases()...))
 
+	t.Run("an over-limit body is answered, never reset", func(t *testing.T) { testOverLimitAnswered(t, 3<<20) })
 	t.Run("metrics count calls and failures", func(t *testing.T) { testMetrics(t, "function_duration_miliseconds") })
 	t.Run("emitCloudEvent posts a structured event", func(t *testing.T) {
 		testEmit(t, p, "node-test", map[string]any{"datacontenttype": "application/json"})
@@ -582,12 +583,27 @@ func TestPython(t *testing.T) {
 		{name: "no-op tracer", req: request{path: "/tracer"}, status: 200, body: "traced"},
 	}, cloudEventCases()...))
 
+	t.Run("an over-limit body is answered, never reset", func(t *testing.T) { testOverLimitAnswered(t, 200000) })
 	t.Run("metrics count calls and failures", func(t *testing.T) { testMetrics(t, "function_duration_seconds") })
 	t.Run("emitCloudEvent posts a structured event", func(t *testing.T) { testEmit(t, p, "python-test", nil) })
 	t.Run("access log", func(t *testing.T) {
 		require.Contains(t, s.stdout.String(), `"GET /string HTTP/1.1" 200`)
 		require.Contains(t, s.stderr.String(), "RuntimeError: boom", "the traceback goes to stderr")
 	})
+}
+
+// testOverLimitAnswered sends a body of size bytes, over the server's
+// limit, many times: each must get its 413. A server that closes the
+// connection with the body unread resets it, and the client then sees a
+// broken pipe instead of the answer, on about one request in a hundred.
+func testOverLimitAnswered(t *testing.T, size int) {
+	body := strings.Repeat("x", size)
+	for i := range 100 {
+		resp, err := client.Post(baseURL+"/string", "text/plain", strings.NewReader(body))
+		require.NoError(t, err, "request %d", i)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "request %d", i)
+	}
 }
 
 func TestPythonMissingMain(t *testing.T) {

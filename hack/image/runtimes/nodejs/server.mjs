@@ -264,7 +264,9 @@ async function callHandler(req, res) {
     req.body = parseBody(await readBody(req), type);
     event = buildEvent(req, res, req.body, type);
   } catch (err) {
-    if (err.status === 413) res.setHeader('Connection', 'close');
+    // The connection stays open for a rejected body: Node reads and drops
+    // what is left of it. Closing it under a client still sending would
+    // reset it, and the client would lose this answer.
     return sendText(res, err.status || 500, err.status ? err.message : 'Internal server error');
   }
 

@@ -12,6 +12,7 @@ import importlib
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -35,6 +36,10 @@ def env_number(name, default, kind):
 
 TIMEOUT = env_number('FUNC_TIMEOUT', 180, float)
 BODY_LIMIT = env_number('FUNC_MEMFILE_MAX', 104857600, int)
+# A rejected request body is read and dropped until the client closes or
+# sends nothing for this many seconds: closing a socket that still receives
+# data resets the connection, and the client would lose the answer.
+DRAIN_IDLE_SECONDS = 1
 ACCESS_LOG = bool(os.environ.get('KYMA_INTERNAL_LOGGER_ENABLED'))
 
 CONTEXT = {
@@ -371,15 +376,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return None
         return self.rfile.read(length) if length > 0 else b''
 
+    def reject(self, status, message):
+        """Answers a request whose body was not read, then closes the connection."""
+        self.close_connection = True
+        self.send(status, message)
+        try:
+            self.connection.shutdown(socket.SHUT_WR)  # the answer is complete
+            self.connection.settimeout(DRAIN_IDLE_SECONDS)
+            while self.rfile.read1(65536):
+                pass
+        except OSError:
+            pass
+
     def call_function(self):
         try:
             body = self.read_body()
         except ValueError:
-            self.close_connection = True
-            return self.send(400, 'Bad Request')
+            return self.reject(400, 'Bad Request')
         if body is None:
-            self.close_connection = True
-            return self.send(413, 'Payload Too Large')
+            return self.reject(413, 'Payload Too Large')
         if Handler.func is None:
             return self.send(500, 'User function not loaded')
         req = Request(self.command, self.path, Headers(self.headers.items()), body)
