@@ -30,10 +30,20 @@ manifests: tools ## regenerate CRDs and each binary's ClusterRole from controlle
 	$(ASSETS)/controller-gen object paths=./operator/api/...
 	hack/manifests.sh
 
-test: tools test-unit image test-e2e ## all three layers: unit, envtest integration, e2e (and the images)
+# The unit tests run alongside the images and the e2e tests: the e2e tests
+# mostly wait for the cluster (about half of two cores is idle), and the unit
+# tests use what they leave.
+test: tools ## all three layers: unit and envtest integration tests alongside the images and the e2e tests
+	$(MAKE) --no-print-directory -j2 test-unit test-e2e
+
+# go test runs packages in the order it is given them, two at a time on two
+# cores: the longest ones go first so that none of them is left running alone
+# at the end.
+SLOW_TEST_PACKAGES := ./operator/internal/manager/app ./operator/internal/manager/reconciler ./operator/internal/function/app ./operator/cmd/function-controller ./operator/internal/manager/render
 
 test-unit: ## unit and envtest integration tests
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) $(SLOW_TEST_PACKAGES) ./...
+	@echo "test-unit: passed"
 
 test-e2e: build image ## end-to-end tests on the local cluster they start themselves (its real node runs the images of make image)
 	go test $(GO_TEST_FLAGS) -tags e2e -timeout 70m -p 1 -parallel 5 -v ./tests/...

@@ -24,6 +24,7 @@ func (discardEvents) Eventf(runtime.Object, runtime.Object, string, string, stri
 // up as the status it computed: a patch of the differences against a stale
 // copy would leave out the fields the stale copy happened to have right.
 func TestWriteStatusStoresTheComputedStatusOverAStaleRead(t *testing.T) {
+	t.Parallel() // its own API server
 	env := testenv.Start(t, "config/crd/bases")
 	ctx := t.Context()
 	c := env.Client
@@ -90,6 +91,7 @@ func TestWriteStatusStoresTheComputedStatusOverAStaleRead(t *testing.T) {
 // Adding the finalizer to a CR read from a lagging cache conflicts; that is
 // no error to show (no Error state, no event), only a reason to try again.
 func TestFinalizerOnAStaleReadRequeuesWithoutError(t *testing.T) {
+	t.Parallel() // its own API server
 	env := testenv.Start(t, "config/crd/bases")
 	ctx := t.Context()
 	c := env.Client

@@ -80,6 +80,7 @@ func (a restartedAPIServer) List(ctx context.Context, list client.ObjectList, op
 // Function CRD un-established, so discovery omits it. The uninstall must
 // not take that for "no Functions" and delete the CRD with the Functions.
 func TestUninstallKeepsTheFunctionCRDWhileTheAPIServerCannotConfirmThatNoFunctionExists(t *testing.T) {
+	t.Parallel() // its own API server
 	c, r, cr := uninstallEnvWith(t, []string{functionsCRDDir}, cacheMissing, functionCRDEntry)
 	ctx := t.Context()
 	applyAsManager(t, c, crdGVK, "", functionCRDName)
@@ -104,6 +105,7 @@ func TestUninstallKeepsTheFunctionCRDWhileTheAPIServerCannotConfirmThatNoFunctio
 // The last look is right before the delete: a Function created after the
 // guard's check keeps the CRD.
 func TestUninstallChecksForFunctionsRightBeforeDeletingTheCRD(t *testing.T) {
+	t.Parallel() // its own API server
 	c, r, _ := uninstallEnvWith(t, []string{functionsCRDDir}, cacheMissing)
 	ctx := t.Context()
 	applyAsManager(t, c, crdGVK, "", functionCRDName)

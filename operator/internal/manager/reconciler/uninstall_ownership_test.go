@@ -36,6 +36,7 @@ func labelled(extra map[string]string) map[string]string {
 // chart's objects, what the manager applied and the Function controller's
 // copies by name, never an object only because of its labels.
 func TestUninstallDeletesOnlyWhatTheModuleOwns(t *testing.T) {
+	t.Parallel() // its own API server
 	direct := func(c client.Client) Live { return watch.NewLive(c, c, c.Scheme(), uninstallNS) }
 	c, r, cr := uninstallEnv(t, direct,
 		v1alpha1.InventoryEntry{ID: "/ConfigMap/" + uninstallNS + "/from-an-older-chart", Digest: "d", Version: "rv1"},
@@ -133,6 +134,7 @@ func (f forbidding) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 // A hand-written entry for an object the manager may not even read neither
 // blocks the uninstall nor gets the object deleted.
 func TestUninstallIsNotBlockedByAnEntryTheManagerMayNotRead(t *testing.T) {
+	t.Parallel() // its own API server
 	direct := func(c client.Client) Live { return watch.NewLive(c, c, c.Scheme(), uninstallNS) }
 	c, r, cr := uninstallEnv(t, direct, v1alpha1.InventoryEntry{ID: "rbac.authorization.k8s.io/ClusterRole//someone-elses", Digest: "d"})
 	ctx := t.Context()

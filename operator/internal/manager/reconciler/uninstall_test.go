@@ -102,6 +102,7 @@ func cacheMissing(c client.Client) Live {
 }
 
 func TestUninstallAsksTheAPIServerBeforeTheFinalizerGoes(t *testing.T) {
+	t.Parallel() // its own API server
 	c, r, cr := uninstallEnv(t, cacheMissing)
 	ctx := t.Context()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: "serverless-configuration", Labels: module.Labels()}}
@@ -122,6 +123,7 @@ func TestUninstallAsksTheAPIServerBeforeTheFinalizerGoes(t *testing.T) {
 // finalizer (the controller is gone) is released on the API server's word
 // too, not only on the cache's: otherwise it would stay forever.
 func TestUninstallReleasesTheFunctionControllersFinalizerOfAnObjectBeingDeleted(t *testing.T) {
+	t.Parallel() // its own API server
 	c, r, cr := uninstallEnv(t, cacheMissing)
 	ctx := t.Context()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: module.RegistrySecretName, Labels: module.Labels(),
@@ -147,6 +149,7 @@ func TestUninstallReleasesTheFunctionControllersFinalizerOfAnObjectBeingDeleted(
 // labels is left alone, as the prune leaves it, and does not hold the
 // uninstall back.
 func TestUninstallLeavesAnObjectThatLostTheModuleLabels(t *testing.T) {
+	t.Parallel() // its own API server
 	direct := func(c client.Client) Live { return watch.NewLive(c, c, c.Scheme(), uninstallNS) }
 	c, r, cr := uninstallEnv(t, direct, v1alpha1.InventoryEntry{ID: "/ConfigMap/" + uninstallNS + "/taken-over", Digest: "d", Version: "rv1"})
 	ctx := t.Context()
@@ -160,6 +163,7 @@ func TestUninstallLeavesAnObjectThatLostTheModuleLabels(t *testing.T) {
 // The Function controller's record of an external registry's repositories
 // (no module labels: the controller writes it) goes with the module.
 func TestUninstallDeletesTheRegistryRepositoriesRecord(t *testing.T) {
+	t.Parallel() // its own API server
 	c, r, cr := uninstallEnv(t, cacheMissing)
 	ctx := t.Context()
 	record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: module.RegistryRepositoriesName},
@@ -211,6 +215,7 @@ func (*enters) Watch(context.Context, func(context.Context, cache.Cache) error) 
 // the namespace up again (the manager's RoleBinding there would be
 // recreated and left) nor deletes what the next served CR installed.
 func TestUninstallOfACRAlreadyGoneDoesNothing(t *testing.T) {
+	t.Parallel() // its own API server
 	c, r, cr := uninstallEnv(t, cacheMissing)
 	ctx := t.Context()
 	stale := &v1alpha1.Serverless{}
