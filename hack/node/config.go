@@ -84,6 +84,17 @@ func (c config) gateway() net.IP {
 	return net.IPv4(ip[0], ip[1], ip[2], ip[3]+1).To4()
 }
 
+// bridgeMAC is the bridge's own hardware address, locally administered and
+// made of the gateway address. A bridge given no address takes the lowest
+// of its ports' and changes it whenever that port leaves: every Pod's ARP
+// entry for the gateway then points nowhere until it expires (up to a
+// minute), and its traffic to Services, DNS and the node's registry is
+// lost meanwhile. An address set at creation the kernel keeps.
+func (c config) bridgeMAC() net.HardwareAddr {
+	ip := c.gateway()
+	return net.HardwareAddr{0x02, 0x00, ip[0], ip[1], ip[2], ip[3]}
+}
+
 // registry is the host:port of the node's image registry.
 func (c config) registry() string {
 	return fmt.Sprintf("%s:%d", c.gateway(), c.registryPort)

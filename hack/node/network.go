@@ -124,8 +124,9 @@ func tables(rules []byte) map[string]bool {
 	return t
 }
 
-// bridgeAction makes the Pods' bridge with the node's address before the
-// API server binds to it (the CNI bridge plugin takes it over as it is) and
+// bridgeAction makes the Pods' bridge with the node's address and its own
+// hardware address (config.bridgeMAC) before the API server binds to it
+// (the CNI bridge plugin takes it over as it is) and
 // keeps the cluster's addresses on this machine: traffic to kwok's
 // simulated Pods (Services whose endpoints are simulated Pods) is refused
 // here, and Service addresses kube-proxy has no rule for go to the bridge,
@@ -136,7 +137,7 @@ func (n *node) bridgeAction() action {
 		name: "bridge",
 		up: func(context.Context) error {
 			for _, cmd := range [][]string{
-				{"link", "add", n.bridge, "type", "bridge"},
+				{"link", "add", n.bridge, "address", n.bridgeMAC().String(), "type", "bridge"},
 				{"addr", "add", gw.String(), "dev", n.bridge},
 				{"link", "set", n.bridge, "up"},
 				{"route", "add", "unreachable", n.fakePodCIDR.String()},

@@ -27,6 +27,9 @@ func TestConfig(t *testing.T) {
 	c := testConfig(t, "-pod-cidr", "10.241.3.0/24", "-registry-port", "5123")
 	assert.Equal(t, "10.241.3.1", c.gateway().String(), "the bridge's address is the range's first")
 	assert.Equal(t, "10.241.3.1:5123", c.registry())
+	mac := c.bridgeMAC()
+	assert.Equal(t, "02:00:0a:f1:03:01", mac.String(), "the bridge's hardware address is made of its IP address")
+	assert.Equal(t, byte(0x02), mac[0]&0x03, "locally administered, unicast")
 	assert.True(t, filepath.IsAbs(c.state))
 
 	var bad config

@@ -10,6 +10,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,6 +67,32 @@ func TestRealNodeIsReady(t *testing.T) {
 	require.Equal(t, "real", n.Labels["type"], "the label a namespace's node selector names")
 	require.Empty(t, n.Spec.Taints, "node %s must take pods without tolerations", n.Name)
 	require.Contains(t, n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://")
+
+	// The Pods' gateway keeps its hardware address while Pods come and go:
+	// one the bridge took from a port changes when that port leaves, and
+	// the other Pods lose the gateway until their ARP entries expire.
+	bridge := interfaceWith(t, c.Setting("NODE_IP"))
+	assign, err := os.ReadFile(filepath.Join("/sys/class/net", bridge, "addr_assign_type"))
+	require.NoError(t, err)
+	require.Equal(t, "3", strings.TrimSpace(string(assign)), "%s's hardware address was set (3), not taken from a port", bridge)
+}
+
+// interfaceWith is the name of this machine's interface that has address ip.
+func interfaceWith(t *testing.T, ip string) string {
+	t.Helper()
+	ifaces, err := net.Interfaces()
+	require.NoError(t, err)
+	for _, i := range ifaces {
+		addrs, err := i.Addrs()
+		require.NoError(t, err)
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.String() == ip {
+				return i.Name
+			}
+		}
+	}
+	require.FailNow(t, "no interface has the node's address", ip)
+	return ""
 }
 
 // A Deployment becomes available where its namespace puts it: on the
