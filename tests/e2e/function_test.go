@@ -258,8 +258,11 @@ func (f *fnEnv) copiesIn(ctx context.Context, namespace string, base []client.Ob
 	return present, missing, nil
 }
 
-func TestFunctionsBuildRunAndGo(t *testing.T) {
-	f := startFunctionController(t)
+// testFunctionsBuildRunAndGo follows Functions of every runtime from
+// creation to deletion, and the log level from the CR to the running
+// controller (a change that neither restarts the module's Pods nor touches
+// Functions, so it runs beside other Functions' tests).
+func testFunctionsBuildRunAndGo(t *testing.T, f *fnEnv) {
 	ctx := t.Context()
 	base := f.baseCopies()
 	fnNS := f.cluster.Namespace(t, "functions")

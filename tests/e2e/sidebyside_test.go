@@ -7,12 +7,14 @@ import "testing"
 // TestFunctionsSideBySide runs the tests that only create Functions, each in
 // namespaces of its own, side by side against one install of the module
 // (the small-cluster sample in build mode, its Pods on the real node), as
-// a cluster's users share one module. Tests that change the module, restart
-// its parts or count its controller's work run alone, each with its own
-// install.
+// a cluster's users share one module; one of them also changes the log
+// level, which reaches the running controller without a restart. Tests that
+// otherwise change the module, restart its parts or count its controller's
+// work run alone, each with its own install.
 func TestFunctionsSideBySide(t *testing.T) {
 	f := startFunctionController(t)
 	sideBySide(t,
+		subtest{"FunctionsBuildRunAndGo", func(t *testing.T) { testFunctionsBuildRunAndGo(t, f.in(t)) }},
 		subtest{"CloudEventsReachTheHandler", func(t *testing.T) { testCloudEventsReachTheHandler(t, f.in(t)) }},
 		subtest{"ServiceSelectsOnlyTheFunctionsPods", func(t *testing.T) { testServiceSelectsOnlyTheFunctionsPods(t, f.in(t)) }},
 		subtest{"FailingDependencyInstallKeepsThePreviousVersion", func(t *testing.T) { testFailingDependencyInstallKeepsThePreviousVersion(t, f.in(t)) }},
