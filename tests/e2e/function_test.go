@@ -530,7 +530,9 @@ func (f *fnEnv) requireJobsStay(ns, name string, want int, why string) {
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		if got := f.jobs.count(ns, name); got != want {
-			f.t.Fatalf("%s: Function %s/%s has had %d build Jobs, want %d: %v", why, ns, name, got, want, f.jobs.names(ns, name))
+			// The dumps carry the events: a failed and retried build names its cause there.
+			f.t.Fatalf("%s: Function %s/%s has had %d build Jobs, want %d: %v%s", why, ns, name, got, want, f.jobs.names(ns, name),
+				framework.Dumps(f.dumpsFor(ns, name)...))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

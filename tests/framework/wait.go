@@ -85,11 +85,19 @@ func failure(headline, detail string, err error, dumps []func() string) error {
 	if err != nil {
 		fmt.Fprintf(&b, "\nlast error: %v", err)
 	}
+	b.WriteString(Dumps(dumps...))
+	return errors.New(b.String())
+}
+
+// Dumps is the output of every dump, each on lines of its own, for a
+// failure message that is not a wait's.
+func Dumps(dumps ...func() string) string {
+	var b strings.Builder
 	for _, dump := range dumps {
 		b.WriteString("\n")
 		b.WriteString(strings.TrimRight(dump(), "\n"))
 	}
-	return errors.New(b.String())
+	return b.String()
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
