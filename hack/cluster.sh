@@ -14,7 +14,7 @@
 #   hack/cluster.sh status              components, API health, nodes; exit 1 when unhealthy
 #   hack/cluster.sh kubeconfig-sa NS SA write a kubeconfig for ServiceAccount NS/SA, print its path
 #   hack/cluster.sh release PID         the test process PID is done with the cluster (see below)
-#   hack/cluster.sh restart kube-apiserver  kill -9 the API server and start it (and the controller manager) again
+#   hack/cluster.sh restart kube-apiserver  kill -9 the API server and start it again (with the controller manager, the scheduler, kube-proxy and CoreDNS)
 #   hack/cluster.sh restart kubelet|containerd  restart the real node's kubelet or containerd (SIGTERM, start); Pods keep running
 #   hack/cluster.sh load                push the images `make image` wrote (bin/image) to the real node
 #   hack/cluster.sh manager-env         the manager's IMAGE_<KEY>=... that point the chart at the local images
@@ -543,6 +543,13 @@ cmd_restart() {
   done
   start_kcm
   start_scheduler
+  # The node's kube-proxy and CoreDNS recover by themselves, but late: the
+  # new API server refuses their watches (403) until its authorizer has
+  # loaded, and client-go then backs off for up to a minute. Meanwhile a new
+  # Service had no rule and no name (measured: rules 62 s after the Service,
+  # builds failing with "no route to host" to the registry's address).
+  real_node restart kube-proxy
+  real_node restart coredns
 }
 
 # load: the images of bin/image (make image) into the real node's registry.

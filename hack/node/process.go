@@ -207,6 +207,17 @@ func (n *node) restart(ctx context.Context, name string) error {
 			return err
 		}
 		return n.startContainerd(ctx)
+	case "kube-proxy", "coredns":
+		// Their actions' down stops the daemon only (kube-proxy's rules
+		// stay); up writes the configuration and starts it again.
+		for _, a := range n.nodeActions() {
+			if a.name == name {
+				if err := a.down(ctx); err != nil {
+					return err
+				}
+				return a.up(ctx)
+			}
+		}
 	}
-	return fmt.Errorf("restart: %q is neither kubelet nor containerd", name)
+	return fmt.Errorf("restart: %q is none of kubelet, containerd, kube-proxy, coredns", name)
 }

@@ -107,7 +107,9 @@ func (p *Process) LogHas(s string) bool {
 }
 
 // RestartAPIServer kills kube-apiserver (SIGKILL) and starts it again on the
-// same etcd, returning once it is ready.
+// same etcd, returning once it is ready and the components that watch it
+// (controller manager, scheduler, the node's kube-proxy and CoreDNS) have
+// been restarted, so the next test finds Services routed without delay.
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	_, err := runScript(ctx, c.root, "restart", "kube-apiserver")
 	return err
