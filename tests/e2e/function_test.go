@@ -587,11 +587,12 @@ func watchJobs(t *testing.T, c client.WithWatch) *jobLog {
 
 // count is how many build Jobs the Function has had, at least every one
 // that exists now: the watch may lag behind the API server, so it first
-// waits until the watch has seen every Job a list returns.
+// waits until the watch has seen every Job a list returns. Callers poll it,
+// so a wait that ends well is not logged.
 func (l *jobLog) count(ns, name string) int {
 	l.t.Helper()
 	key := ns + "/" + name
-	framework.WaitFor(l.t, 30*time.Second, "the Job watch to see every build Job of "+key, func(ctx context.Context) (bool, string, error) {
+	err := framework.Poll(l.t.Context(), 30*time.Second, "the Job watch to see every build Job of "+key, func(ctx context.Context) (bool, string, error) {
 		var jobs batchv1.JobList
 		if err := l.c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{
 			v1alpha2.LabelFunctionName: name, v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}); err != nil {
@@ -607,6 +608,9 @@ func (l *jobLog) count(ns, name string) int {
 		}
 		return len(unseen) == 0, fmt.Sprintf("listed %d, not yet watched: %v (watch error: %v)", len(jobs.Items), unseen, l.err), nil
 	})
+	if err != nil {
+		l.t.Fatal(err.Error())
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.seen[key])
