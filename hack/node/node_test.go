@@ -102,13 +102,4 @@ func TestRestartKnowsTheNodeDaemonsOnly(t *testing.T) {
 	// Before anything stops: a name that is not one of the node's daemons.
 	err := n.restart(t.Context(), "etcd")
 	require.ErrorContains(t, err, `"etcd" is none of kubelet, containerd, kube-proxy, coredns`)
-	// Every daemon restart names an action of the node (kube-proxy and
-	// coredns restart through theirs).
-	names := map[string]bool{}
-	for _, a := range n.nodeActions() {
-		names[a.name] = true
-	}
-	for _, d := range []string{"kube-proxy", "coredns"} {
-		assert.True(t, names[d], "no node action named %s", d)
-	}
 }

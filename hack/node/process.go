@@ -207,17 +207,20 @@ func (n *node) restart(ctx context.Context, name string) error {
 			return err
 		}
 		return n.startContainerd(ctx)
-	case "kube-proxy", "coredns":
-		// Their actions' down stops the daemon only (kube-proxy's rules
-		// stay); up writes the configuration and starts it again.
-		for _, a := range n.nodeActions() {
-			if a.name == name {
-				if err := a.down(ctx); err != nil {
-					return err
-				}
-				return a.up(ctx)
-			}
-		}
+	case "kube-proxy":
+		return redo(ctx, n.kubeProxy())
+	case "coredns":
+		return redo(ctx, n.coreDNS())
 	}
 	return fmt.Errorf("restart: %q is none of kubelet, containerd, kube-proxy, coredns", name)
+}
+
+// redo runs an action's down and then its up: for kube-proxy and CoreDNS,
+// down stops the daemon only (kube-proxy's rules stay), up writes the
+// configuration and starts it again.
+func redo(ctx context.Context, a action) error {
+	if err := a.down(ctx); err != nil {
+		return err
+	}
+	return a.up(ctx)
 }

@@ -527,15 +527,21 @@ func (f *fnEnv) waitNoChildren(ns, name string) {
 // and for a few more seconds (a wrong build would appear within them).
 func (f *fnEnv) requireJobsStay(ns, name string, want int, why string) {
 	f.t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := f.jobs.count(ns, name); got != want {
+	check := func(got int) {
+		f.t.Helper()
+		if got != want {
 			// The dumps carry the events: a failed and retried build names its cause there.
 			f.t.Fatalf("%s: Function %s/%s has had %d build Jobs, want %d: %v%s", why, ns, name, got, want, f.jobs.names(ns, name),
 				framework.Dumps(f.dumpsFor(ns, name)...))
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
+	// count lists the Jobs to be sure the watch has caught up; in between,
+	// what the watch has seen is enough.
+	check(f.jobs.count(ns, name))
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		check(f.jobs.watched(ns, name))
+	}
+	check(f.jobs.count(ns, name))
 }
 
 // jobLog records every build Job the controller ever created during a
