@@ -48,6 +48,8 @@ func (n *node) nodeActions() []action {
 		n.kubelet(),
 		n.kubeProxy(),
 		n.coreDNS(),
+		n.metricsServer(),
+		n.sysctlRecord(),
 	}
 }
 

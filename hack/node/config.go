@@ -35,6 +35,9 @@ type config struct {
 	registryPort int
 	// apiServerPort is the API server's port on the bridge address.
 	apiServerPort int
+	// metricsServerPort is where metrics-server serves the metrics API,
+	// on the bridge address.
+	metricsServerPort int
 
 	podCIDRFlag, fakePodCIDRFlag, serviceCIDRFlag string
 }
@@ -50,6 +53,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.serviceCIDRFlag, "service-cidr", "10.96.0.0/16", "the API server's Service range")
 	fs.IntVar(&c.registryPort, "registry-port", 5000, "port of the node's image registry")
 	fs.IntVar(&c.apiServerPort, "apiserver-port", 26443, "port of the API server")
+	fs.IntVar(&c.metricsServerPort, "metrics-server-port", 4443, "port of metrics-server")
 }
 
 func (c *config) complete() error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +59,12 @@ func (n *node) preflight() action {
 }
 
 func (n *node) checkMachine() error {
+	// Nothing else is worth checking on a host the node cannot run on.
+	mode, err := requireCgroupV1(cgroupFS)
+	if err != nil {
+		return err
+	}
+	n.log.Printf("cgroup mode: %s", mode)
 	var errs []error
 	if os.Geteuid() != 0 {
 		errs = append(errs, errors.New("the real node needs root (kubelet, containerd, network namespaces)"))
@@ -77,7 +84,7 @@ func (n *node) checkMachine() error {
 			errs = append(errs, fmt.Errorf("CNI plugin %s is missing (apt-get install containernetworking-plugins)", plugin))
 		}
 	}
-	for _, bin := range []string{"kubelet", "kube-proxy", "coredns", "registry"} {
+	for _, bin := range []string{"kubelet", "kube-proxy", "coredns", "registry", "metrics-server"} {
 		if _, err := os.Stat(filepath.Join(n.assets, bin)); err != nil {
 			errs = append(errs, fmt.Errorf("%s is missing in %s (hack/tools.sh builds it)", bin, n.assets))
 		}
@@ -115,31 +122,32 @@ var sysctlsTouched = []string{
 	"net/netfilter/nf_conntrack_tcp_timeout_close_wait",
 }
 
-// sysctls records the settings before anything changes them (once: a
-// record left by a killed run holds the machine's own values) and puts
-// them back on down; up sets what the node needs before kubelet and
+// ownSysctls are the settings the node sets itself, before kubelet and
 // kube-proxy would.
+var ownSysctls = map[string]string{
+	"net/ipv4/ip_forward":                 "1",
+	"net/bridge/bridge-nf-call-iptables":  "1",
+	"net/bridge/bridge-nf-call-ip6tables": "1",
+}
+
+// sysctls records the settings before anything changes them (once: a
+// record left by a killed run holds the machine's own values) and sets
+// ownSysctls. Down puts back only what the node changed and what still
+// holds the node's value: another program's change made since stays. The
+// node's values are recorded once it is up (sysctlRecord); before that,
+// only ownSysctls are known to be ours.
 func (n *node) sysctls() action {
 	saved := n.path("saved", "sysctls.json")
+	ours := n.path("saved", "sysctls-ours.json")
 	return action{
 		name: "sysctls",
 		up: func(context.Context) error {
 			if _, err := os.Stat(saved); errors.Is(err, os.ErrNotExist) {
-				values := map[string]string{}
-				for _, key := range sysctlsTouched {
-					if v, err := os.ReadFile(filepath.Join("/proc/sys", key)); err == nil {
-						values[key] = strings.TrimSpace(string(v))
-					}
-				}
-				if err := writeJSON(saved, values); err != nil {
+				if err := writeJSON(saved, readSysctls()); err != nil {
 					return err
 				}
 			}
-			for key, value := range map[string]string{
-				"net/ipv4/ip_forward":                 "1",
-				"net/bridge/bridge-nf-call-iptables":  "1",
-				"net/bridge/bridge-nf-call-ip6tables": "1",
-			} {
+			for key, value := range ownSysctls {
 				if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644); err != nil {
 					return fmt.Errorf("sysctl %s: %w", key, err)
 				}
@@ -147,14 +155,18 @@ func (n *node) sysctls() action {
 			return nil
 		},
 		down: func(context.Context) error {
-			values := map[string]string{}
-			if err := readJSON(saved, &values); errors.Is(err, os.ErrNotExist) {
+			before := map[string]string{}
+			if err := readJSON(saved, &before); errors.Is(err, os.ErrNotExist) {
 				return nil
 			} else if err != nil {
 				return err
 			}
+			set := maps.Clone(ownSysctls)
+			if err := readJSON(ours, &set); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
 			var errs []error
-			for key, value := range values {
+			for key, value := range sysctlsToRestore(before, set, readSysctls()) {
 				if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644); err != nil {
 					errs = append(errs, fmt.Errorf("restoring %s=%s: %w", key, value, err))
 				}
@@ -162,9 +174,48 @@ func (n *node) sysctls() action {
 			if len(errs) > 0 {
 				return errors.Join(errs...)
 			}
-			return os.Remove(saved)
+			return errors.Join(os.Remove(saved), removeIfExists(ours))
 		},
 	}
+}
+
+// sysctlRecord records the settings once the node's parts have set theirs
+// (kubelet and kube-proxy set some at start): what sysctls' down may put
+// back.
+func (n *node) sysctlRecord() action {
+	return action{name: "sysctl-record", up: func(context.Context) error {
+		return writeJSON(n.path("saved", "sysctls-ours.json"), readSysctls())
+	}}
+}
+
+// sysctlsToRestore are the settings to put back: those the node changed
+// (its value differs from the one before) and that still hold its value.
+func sysctlsToRestore(before, ours, now map[string]string) map[string]string {
+	restore := map[string]string{}
+	for key, was := range before {
+		if v, ok := ours[key]; ok && v != was && now[key] == v {
+			restore[key] = was
+		}
+	}
+	return restore
+}
+
+// readSysctls reads sysctlsTouched (those this kernel has).
+func readSysctls() map[string]string {
+	values := map[string]string{}
+	for _, key := range sysctlsTouched {
+		if v, err := os.ReadFile(filepath.Join("/proc/sys", key)); err == nil {
+			values[key] = strings.TrimSpace(string(v))
+		}
+	}
+	return values
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 func writeJSON(path string, v any) error {

@@ -13,12 +13,12 @@
 // usage:
 //
 //	node network   the bridge, routes, iptables rules and sysctls (before the API server, which listens on the bridge)
-//	node up        the image registry, containerd, kubelet, kube-proxy and CoreDNS; waits until the node is Ready
+//	node up        the image registry, containerd, kubelet, kube-proxy, CoreDNS and metrics-server; waits until the node is Ready
 //	node down      every action's down, in reverse order
 //	node load      pushes the images of bin/image/ into the node's registry
 //	node manager-env  prints the manager's IMAGE_<KEY>=... that point the chart at the local images
 //	node insecure-registry HOST:PORT  lets the node pull from that registry over plain HTTP
-//	node restart kubelet|containerd|kube-proxy|coredns   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
+//	node restart kubelet|containerd|kube-proxy|coredns|metrics-server   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
 //	node state     prints what the node changes on this machine, one fact a line (to compare before and after)
 package main
 
@@ -40,7 +40,7 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node network|up|down|load|manager-env|insecure-registry HOST:PORT|restart kubelet|containerd|kube-proxy|coredns [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node network|up|down|load|manager-env|insecure-registry HOST:PORT|restart kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {

@@ -8,42 +8,45 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
 // Our own iptables chains (kube-proxy and the CNI plugins add theirs).
 const (
-	chainMasquerade = "SERVERLESS-NODE-MASQ"
-	chainForward    = "SERVERLESS-NODE-FORWARD"
+	chainMasquerade = chainPrefix + "MASQ"
+	chainForward    = chainPrefix + "FORWARD"
 )
 
-// iptables records the rule sets before anything changes them (once, like
-// the sysctls) and restores them on down, which removes every chain
-// kube-proxy, kubelet, the CNI plugins and we added. up adds ours: Pods'
-// traffic to the package registries leaves masqueraded as this machine, and
-// the bridge's traffic is forwarded whatever the FORWARD policy.
+// iptables adds our chains: Pods' traffic to the package registries leaves
+// masqueraded as this machine, and the bridge's traffic is forwarded
+// whatever the FORWARD policy. Before anything changes the rule sets (once:
+// a record left by a killed run holds the machine's own state) it records
+// which tables and chains exist; down removes the chains the cluster's
+// parts added since (ours, kube-proxy's, kubelet's, the CNI plugins') with
+// the rules that jump to them, and the tables they made, and leaves every
+// other program's rules, chains, sets and tables as they are now.
 func (n *node) iptables() action {
-	families := []struct{ save, restore, nftFamily, file string }{
-		{"iptables-save", "iptables-restore", "ip", n.path("saved", "iptables")},
-		{"ip6tables-save", "ip6tables-restore", "ip6", n.path("saved", "ip6tables")},
-	}
+	record := n.path("saved", "iptables.json")
 	return action{
 		name: "iptables",
 		up: func(context.Context) error {
-			for _, f := range families {
-				if _, err := os.Stat(f.file); err == nil {
-					continue
-				}
-				rules, err := output(f.save)
+			if _, err := os.Stat(record); errors.Is(err, os.ErrNotExist) {
+				before, err := recordRules()
 				if err != nil {
 					return err
 				}
-				if err := os.MkdirAll(n.path("saved"), 0o755); err != nil {
+				if err := writeJSON(record, before); err != nil {
 					return err
 				}
-				if err := os.WriteFile(f.file, rules, 0o600); err != nil {
-					return err
-				}
+			}
+			var before rulesRecord
+			if err := readJSON(record, &before); err != nil {
+				return err
+			}
+			// a killed run's chains of ours would make -N fail
+			if err := removeChains(ipFamilies[0], []string{chainPrefix}, before.Families[ipFamilies[0].save]); err != nil {
+				return err
 			}
 			pods := n.podCIDR.String()
 			for _, rule := range [][]string{
@@ -63,65 +66,129 @@ func (n *node) iptables() action {
 			return nil
 		},
 		down: func(context.Context) error {
-			var errs []error
-			for _, f := range families {
-				saved, err := os.ReadFile(f.file)
-				if errors.Is(err, os.ErrNotExist) {
-					continue
-				} else if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				if err := restoreRules(f.save, f.restore, f.nftFamily, saved); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				if err := os.Remove(f.file); err != nil {
-					errs = append(errs, err)
-				}
+			var before rulesRecord
+			if err := readJSON(record, &before); errors.Is(err, os.ErrNotExist) {
+				return nil
+			} else if err != nil {
+				return err
 			}
-			return errors.Join(errs...)
+			var errs []error
+			for _, f := range ipFamilies {
+				errs = append(errs, removeChains(f, clusterChainPrefixes, before.Families[f.save]))
+			}
+			errs = append(errs, removeKubeProxyTables(before.NFT))
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+			return os.Remove(record)
 		},
 	}
 }
 
-// restoreRules puts the saved rule set back: tables in it are replaced
-// whole, tables that appeared since are deleted (iptables-nft keeps them as
-// nftables tables of family ip or ip6).
-func restoreRules(save, restore, family string, saved []byte) error {
-	now, err := output(save)
+// chainPrefix names our own chains (one of clusterChainPrefixes).
+const chainPrefix = "SERVERLESS-NODE-"
+
+// ipFamily is iptables or ip6tables, and the nftables family iptables-nft
+// keeps its tables in.
+type ipFamily struct{ save, restore, nft string }
+
+var ipFamilies = []ipFamily{
+	{"iptables-save", "iptables-restore", "ip"},
+	{"ip6tables-save", "ip6tables-restore", "ip6"},
+}
+
+// rulesRecord is what existed before the node came up.
+type rulesRecord struct {
+	// Families holds, by save command, the tables and "table/chain"s.
+	Families map[string]familyRecord `json:"families"`
+	// NFT is `nft list tables` ("table ip nat"); empty without nft.
+	NFT []string `json:"nft,omitempty"`
+}
+
+type familyRecord struct {
+	Tables []string `json:"tables"`
+	Chains []string `json:"chains"`
+}
+
+func recordRules() (rulesRecord, error) {
+	r := rulesRecord{Families: map[string]familyRecord{}}
+	for _, f := range ipFamilies {
+		save, err := output(f.save)
+		if err != nil {
+			return r, err
+		}
+		rs := parseRuleSet(save)
+		r.Families[f.save] = familyRecord{Tables: rs.tableNames(), Chains: rs.chainIDs()}
+	}
+	if _, err := exec.LookPath("nft"); err == nil {
+		out, err := output("nft", "list", "tables")
+		if err != nil {
+			return r, err
+		}
+		r.NFT = nftTables(out)
+	}
+	return r, nil
+}
+
+// removeChains removes from one family the chains named with prefixes that
+// were not there before, with the rules jumping to them, then the tables
+// that appeared since and hold nothing now (iptables-nft keeps them as
+// nftables tables of the family's name).
+func removeChains(f ipFamily, prefixes []string, before familyRecord) error {
+	save, err := output(f.save)
 	if err != nil {
 		return err
 	}
-	had := tables(saved)
-	for table := range tables(now) {
-		if had[table] {
-			continue
+	had := map[string]bool{}
+	for _, id := range before.Chains {
+		had[id] = true
+	}
+	if script := removalScript(parseRuleSet(save), prefixes, had); script != "" {
+		c := exec.Command(f.restore, "-w", "--noflush")
+		c.Stdin = strings.NewReader(script)
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %w: %s", f.restore, err, bytes.TrimSpace(out))
 		}
-		if err := run("nft", "delete", "table", family, table); err != nil {
+		if save, err = output(f.save); err != nil {
 			return err
 		}
 	}
-	if len(had) == 0 {
+	if !iptablesNFT(f.save) {
 		return nil
 	}
-	c := exec.Command(restore, "-w")
-	c.Stdin = bytes.NewReader(saved)
-	if out, err := c.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %w: %s", restore, err, bytes.TrimSpace(out))
+	for _, t := range appearedEmptyTables(parseRuleSet(save), before.Tables) {
+		if err := run("nft", "delete", "table", f.nft, t); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// tables are the names of the tables in iptables-save output ("*nat").
-func tables(rules []byte) map[string]bool {
-	t := map[string]bool{}
-	for _, line := range strings.Split(string(rules), "\n") {
-		if strings.HasPrefix(line, "*") {
-			t[strings.TrimSpace(line[1:])] = true
+// iptablesNFT tells whether the iptables commands are the nftables variant
+// (their tables are nftables tables that can be deleted).
+func iptablesNFT(save string) bool {
+	out, err := output(save, "--version")
+	return err == nil && bytes.Contains(out, []byte("nf_tables"))
+}
+
+// removeKubeProxyTables deletes the nftables tables kube-proxy's nftables
+// mode makes, when they appeared with the cluster.
+func removeKubeProxyTables(before []string) error {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil
+	}
+	out, err := output("nft", "list", "tables")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range nftTables(out) {
+		f := strings.Fields(t) // table FAMILY NAME
+		if len(f) == 3 && f[2] == "kube-proxy" && !slices.Contains(before, t) {
+			errs = append(errs, run("nft", "delete", "table", f[1], f[2]))
 		}
 	}
-	return t
+	return errors.Join(errs...)
 }
 
 // bridgeAction makes the Pods' bridge with the node's address and its own

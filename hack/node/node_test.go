@@ -42,12 +42,6 @@ func TestConfig(t *testing.T) {
 	assert.Contains(t, err.Error(), "longer than a Linux interface name")
 }
 
-func TestTables(t *testing.T) {
-	rules := "# Generated\n*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n"
-	assert.Equal(t, map[string]bool{"nat": true, "filter": true}, tables([]byte(rules)))
-	assert.Empty(t, tables(nil))
-}
-
 func TestUnescapeMountPath(t *testing.T) {
 	for in, want := range map[string]string{
 		"/plain/path":          "/plain/path",

@@ -211,8 +211,10 @@ func (n *node) restart(ctx context.Context, name string) error {
 		return redo(ctx, n.kubeProxy())
 	case "coredns":
 		return redo(ctx, n.coreDNS())
+	case "metrics-server":
+		return redo(ctx, n.metricsServer())
 	}
-	return fmt.Errorf("restart: %q is none of kubelet, containerd, kube-proxy, coredns", name)
+	return fmt.Errorf("restart: %q is none of kubelet, containerd, kube-proxy, coredns, metrics-server", name)
 }
 
 // redo runs an action's down and then its up: for kube-proxy and CoreDNS,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
@@ -47,7 +48,7 @@ conntrack:
 			}
 			return n.start(n.kubeProxyDaemon())
 		},
-		// Its rules go with the iptables action's restore.
+		// Its chains go with the iptables action's down.
 		down: func(context.Context) error { return n.stop(n.kubeProxyDaemon()) },
 	}
 }
@@ -98,6 +99,35 @@ func (n *node) coreDNS() action {
 			})
 		},
 		down: func(context.Context) error { return n.stop(n.coreDNSDaemon()) },
+	}
+}
+
+// metricsServer serves the resource metrics API (kubectl top, the
+// HorizontalPodAutoscalers' CPU) from the real node's kubelet: kwok's
+// simulated nodes have none to give. The API server reaches it through the
+// APIService hack/cluster.sh creates and trusts it by the cluster CA; it
+// trusts the API server's front-proxy certificate for the user the API
+// server forwards.
+func (n *node) metricsServer() action {
+	return action{
+		name: "metrics-server",
+		up: func(ctx context.Context) error {
+			if err := n.start(n.metricsServerDaemon()); err != nil {
+				return err
+			}
+			addr := net.JoinHostPort(n.gateway().String(), strconv.Itoa(n.metricsServerPort))
+			return waitFor(ctx, 30*time.Second, "metrics-server at "+addr, func() error {
+				if err := n.checkAlive("metrics-server"); err != nil {
+					return stopWaiting{err}
+				}
+				conn, err := net.DialTimeout("tcp", addr, time.Second)
+				if err != nil {
+					return err
+				}
+				return conn.Close()
+			})
+		},
+		down: func(context.Context) error { return n.stop(n.metricsServerDaemon()) },
 	}
 }
 
@@ -189,6 +219,30 @@ func (n *node) kubeProxyDaemon() daemon {
 func (n *node) coreDNSDaemon() daemon {
 	config := n.path("Corefile")
 	return daemon{name: "coredns", path: filepath.Join(n.assets, "coredns"), args: []string{"-conf", config}, config: config, grace: 5 * time.Second}
+}
+
+// metricsServerDaemon scrapes the real node only, every 10 s (the least
+// it allows; 15 s by default), so that HorizontalPodAutoscalers react soon.
+func (n *node) metricsServerDaemon() daemon {
+	kubeconfig := n.kubeconfig("metrics-server")
+	return daemon{name: "metrics-server", path: filepath.Join(n.assets, "metrics-server"), args: []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--authentication-skip-lookup",
+		"--client-ca-file=" + n.pki("ca.crt"),
+		"--requestheader-client-ca-file=" + n.pki("front-proxy-ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--bind-address=" + n.gateway().String(),
+		"--secure-port=" + strconv.Itoa(n.metricsServerPort),
+		"--tls-cert-file=" + n.pki("metrics-server-serving.crt"),
+		"--tls-private-key-file=" + n.pki("metrics-server-serving.key"),
+		"--kubelet-certificate-authority=" + n.pki("ca.crt"),
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-use-node-status-port",
+		"--node-selector=" + labelType + "=" + typeReal,
+		"--metric-resolution=10s",
+	}, grace: 5 * time.Second}
 }
 
 func (n *node) registryDaemon() daemon {
