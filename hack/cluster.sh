@@ -40,7 +40,7 @@ PIDS=$STATE/pids
 KUBECONFIGS=$STATE/kubeconfigs
 ADMIN_KUBECONFIG=$STATE/kubeconfig
 CONFIG_ENV=$STATE/cluster.env
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok image-registry containerd kubelet kube-proxy coredns)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok image-registry containerd kubelet kube-proxy coredns metrics-server)
 # The real node (hack/node): its name and address (the first of its Pod
 # range, on the bridge it makes): Pods reach the API server, DNS and the
 # image registry there, so the API server listens there too.
@@ -48,6 +48,9 @@ NODE_NAME=real-node
 NODE_POD_CIDR=10.240.0.0/24
 NODE_IP=10.240.0.1
 NODE_REGISTRY=$NODE_IP:5000
+# metrics-server (hack/node) serves the metrics API there, behind the
+# Service kube-system/metrics-server.
+NODE_METRICS_PORT=4443
 export GOTOOLCHAIN=local
 
 START=$SECONDS
@@ -90,7 +93,7 @@ k() { "$ASSETS/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "
 # its daemons must not inherit the lock).
 real_node() {
   (cd "$ROOT" && go run ./hack/node "$@" -state "$STATE" -assets "$ASSETS" -images "$ROOT/bin/image" \
-    -name "$NODE_NAME" -pod-cidr "$NODE_POD_CIDR" -registry-port "${NODE_REGISTRY##*:}" -apiserver-port "$APISERVER_PORT") 9>&-
+    -name "$NODE_NAME" -pod-cidr "$NODE_POD_CIDR" -registry-port "${NODE_REGISTRY##*:}" -apiserver-port "$APISERVER_PORT" -metrics-server-port "$NODE_METRICS_PORT") 9>&-
 }
 
 # Serialise up/down/release of all callers (people, parallel test binaries).
@@ -315,6 +318,68 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:coredns}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:coredns}
+---
+# metrics-server: reads nodes and Pods, calls kubelets' resource metrics,
+# and asks the API server who may read the metrics API
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:metrics-server
+rules:
+- apiGroups: [""]
+  resources: [nodes/metrics]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [pods, nodes]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:metrics-server
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:metrics-server}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: metrics-server:system:auth-delegator
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}
+---
+# the metrics API, served by metrics-server on the node's address (the API
+# server goes to the EndpointSlice's address: --enable-aggregator-routing)
+apiVersion: v1
+kind: Service
+metadata:
+  name: metrics-server
+  namespace: kube-system
+spec:
+  ports: [{name: https, port: 443, targetPort: $NODE_METRICS_PORT}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: metrics-server}
+addressType: IPv4
+ports: [{name: https, port: $NODE_METRICS_PORT, protocol: TCP}]
+endpoints: [{addresses: ["$NODE_IP"]}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {namespace: kube-system, name: metrics-server, port: 443}
+  caBundle: $(b64 "$PKI/ca.crt")
 EOF
   for ((i = 0; i < NODES; i++)); do
     cat <<EOF
@@ -358,7 +423,10 @@ EOF
   done
 }
 
-# start_kcm starts kube-controller-manager (also used by `restart`).
+# start_kcm starts kube-controller-manager (also used by `restart`). The
+# HorizontalPodAutoscalers act within seconds here (every 5 s instead of 15,
+# down after 30 s without a higher recommendation instead of 5 minutes), so
+# that the tests see a Function scale out and back in.
 start_kcm() {
   start kube-controller-manager --kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
@@ -368,6 +436,7 @@ start_kcm() {
     --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
     --pv-recycler-pod-template-filepath-hostpath="$STATE/node/recycler-pod.yaml" \
+    --horizontal-pod-autoscaler-sync-period=5s --horizontal-pod-autoscaler-downscale-stabilization=30s \
     --kube-api-qps=100 --kube-api-burst=200
 }
 
@@ -399,6 +468,11 @@ start_apiserver() {
     --service-cluster-ip-range=10.96.0.0/16 \
     --audit-policy-file="$ROOT/hack/cluster/audit-policy.yaml" --audit-log-path="$STATE/audit.log" --audit-log-mode=blocking \
     --audit-log-maxsize=100000 \
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+    --enable-aggregator-routing=true \
     --cert-dir="$PKI"
 }
 
@@ -417,7 +491,7 @@ start_cluster() {
   log "generating certificates (hack/certgen)"
   (cd "$ROOT" && go run ./hack/certgen -dir "$PKI" -node-name "$NODE_NAME" -node-ip "$NODE_IP")
   write_kubeconfig "$ADMIN_KUBECONFIG" admin
-  for c in kube-controller-manager kube-scheduler kwok node kube-proxy coredns; do write_kubeconfig "$KUBECONFIGS/$c.kubeconfig" "$c"; done
+  for c in kube-controller-manager kube-scheduler kwok node kube-proxy coredns metrics-server; do write_kubeconfig "$KUBECONFIGS/$c.kubeconfig" "$c"; done
 
   log "setting up the real node's network (hack/node network)"
   real_node network

@@ -4,7 +4,7 @@
 # rebuilt, so a second run is a no-op. Prints the directory of every tool
 # set on the last lines as NAME=DIR for callers that want to eval them.
 #
-# usage: hack/tools.sh [k8s|etcd|kwok|controller-gen|helm|registry|coredns ...]   (default: all)
+# usage: hack/tools.sh [k8s|etcd|kwok|controller-gen|helm|registry|coredns|metrics-server ...]   (default: all)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +22,7 @@ CONTROLLER_GEN_VERSION=$(modver controller-gen sigs.k8s.io/controller-tools)
 HELM_VERSION=$(modver helm helm.sh/helm/v3)
 REGISTRY_VERSION=$(modver registry github.com/distribution/distribution/v3)
 COREDNS_VERSION=$(modver coredns github.com/coredns/coredns)
+METRICS_SERVER_VERSION=$(modver metrics-server sigs.k8s.io/metrics-server)
 
 log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -57,7 +58,7 @@ k8s_ldflags() {
   echo "$f"
 }
 
-want=${*:-k8s etcd kwok controller-gen helm registry coredns}
+want=${*:-k8s etcd kwok controller-gen helm registry coredns metrics-server}
 for t in $want; do
   case $t in
     k8s) build k8s "$BIN/k8s-$K8S_VERSION" "$(k8s_ldflags)" \
@@ -74,6 +75,10 @@ for t in $want; do
            registry=github.com/distribution/distribution/v3/cmd/registry ;;
     # The real node's cluster DNS: CoreDNS with the plugins it uses (main.go).
     coredns) build coredns "$BIN/coredns-$COREDNS_VERSION" "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" coredns=. ;;
+    # The resource metrics API (kubectl top, the Functions' HorizontalPodAutoscalers).
+    metrics-server) build metrics-server "$BIN/metrics-server-$METRICS_SERVER_VERSION" \
+           "-X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
+           metrics-server=sigs.k8s.io/metrics-server/cmd/metrics-server ;;
     *) echo "unknown tool $t" >&2; exit 2 ;;
   esac
 done
@@ -89,3 +94,4 @@ link "controller-gen-$CONTROLLER_GEN_VERSION/controller-gen"
 link "helm-$HELM_VERSION/helm"
 link "registry-$REGISTRY_VERSION/registry"
 link "coredns-$COREDNS_VERSION/coredns"
+link "metrics-server-$METRICS_SERVER_VERSION/metrics-server"

@@ -60,6 +60,9 @@ var clients = []struct {
 	{"kube-proxy", "system:kube-proxy", nil},
 	{"kube-apiserver-kubelet-client", "kube-apiserver-kubelet-client", nil},
 	{"coredns", "system:coredns", nil},
+	// metrics-server reads nodes and Pods and calls kubelets' resource
+	// metrics; its role is hack/cluster.sh's.
+	{"metrics-server", "system:metrics-server", nil},
 }
 
 func main() {
@@ -125,6 +128,24 @@ func generate(dir string, n node, now time.Time) error {
 		return err
 	}
 
+	// metrics-server serves the aggregated metrics API at the node's
+	// address, behind the Service kube-system/metrics-server.
+	metrics := template(now, pkix.Name{CommonName: "metrics-server"})
+	metrics.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	metrics.IPAddresses = []net.IP{n.ip}
+	metrics.DNSNames = []string{"metrics-server.kube-system.svc"}
+	if err := issue(dir, "metrics-server-serving", metrics, ca, caKey); err != nil {
+		return err
+	}
+
+	// The aggregation layer: the API server proxies to metrics-server with
+	// the front-proxy client certificate, which metrics-server trusts for
+	// the user headers it carries. Its own CA, as kubeadm does, so that no
+	// other client certificate can assert a user that way.
+	if err := frontProxy(dir, now); err != nil {
+		return err
+	}
+
 	for _, c := range clients {
 		tmpl := template(now, pkix.Name{CommonName: c.user, Organization: c.groups})
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
@@ -147,6 +168,33 @@ func generate(dir string, n node, now time.Time) error {
 		return err
 	}
 	return writePEM(filepath.Join(dir, "sa.pub"), "PUBLIC KEY", pub, 0o644)
+}
+
+// frontProxy writes front-proxy-ca and the front-proxy-client certificate
+// it signs.
+func frontProxy(dir string, now time.Time) error {
+	key, err := newKey()
+	if err != nil {
+		return err
+	}
+	tmpl := template(now, pkix.Name{CommonName: "front-proxy-ca"})
+	tmpl.IsCA = true
+	tmpl.BasicConstraintsValid = true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return err
+	}
+	if err := writePair(dir, "front-proxy-ca", der, key); err != nil {
+		return err
+	}
+	client := template(now, pkix.Name{CommonName: "front-proxy-client"})
+	client.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	return issue(dir, "front-proxy-client", client, ca, key)
 }
 
 func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }

@@ -26,7 +26,8 @@ func TestGenerate(t *testing.T) {
 
 	// every certificate matches its key and chains to the CA
 	for _, name := range []string{"apiserver", "admin", "kube-controller-manager", "kube-scheduler", "kwok",
-		"kubelet", "node", "kube-proxy", "kube-apiserver-kubelet-client", "coredns"} {
+		"kubelet", "node", "kube-proxy", "kube-apiserver-kubelet-client", "coredns", "metrics-server", "metrics-server-serving",
+		"front-proxy-ca", "front-proxy-client"} {
 		_, err := tls.LoadX509KeyPair(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
 		require.NoError(t, err, name)
 	}
@@ -48,6 +49,7 @@ func TestGenerate(t *testing.T) {
 			{"kube-scheduler", "system:kube-scheduler", ""},
 			{"node", "system:node:real-node", "system:nodes"},
 			{"kube-proxy", "system:kube-proxy", ""},
+			{"metrics-server", "system:metrics-server", ""},
 		} {
 			cert := readCert(t, filepath.Join(dir, tc.file+".crt"))
 			_, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
@@ -71,6 +73,29 @@ func TestGenerate(t *testing.T) {
 		}
 		_, err := cert.Verify(x509.VerifyOptions{DNSName: "127.0.0.1", Roots: roots})
 		require.Error(t, err)
+	})
+
+	t.Run("metrics-server serves at the node's address and its Service's name", func(t *testing.T) {
+		cert := readCert(t, filepath.Join(dir, "metrics-server-serving.crt"))
+		for _, host := range []string{"10.240.0.1", "metrics-server.kube-system.svc"} {
+			_, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+			require.NoError(t, err, host)
+		}
+		_, err := cert.Verify(x509.VerifyOptions{DNSName: "kubernetes.default.svc", Roots: roots})
+		require.Error(t, err)
+	})
+
+	t.Run("the front-proxy client chains to its own CA only", func(t *testing.T) {
+		frontRoots := x509.NewCertPool()
+		frontRoots.AddCert(readCert(t, filepath.Join(dir, "front-proxy-ca.crt")))
+		cert := readCert(t, filepath.Join(dir, "front-proxy-client.crt"))
+		require.Equal(t, "front-proxy-client", cert.Subject.CommonName)
+		_, err := cert.Verify(x509.VerifyOptions{Roots: frontRoots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		require.NoError(t, err)
+		_, err = cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		require.Error(t, err, "the cluster CA does not vouch for the front proxy")
+		_, err = readCert(t, filepath.Join(dir, "admin.crt")).Verify(x509.VerifyOptions{Roots: frontRoots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		require.Error(t, err, "the front-proxy CA vouches for no other client")
 	})
 
 	t.Run("service-account public key belongs to the signing key", func(t *testing.T) {

@@ -20,6 +20,7 @@ func TestFunctionsSideBySide(t *testing.T) {
 		subtest{"FailingDependencyInstallKeepsThePreviousVersion", func(t *testing.T) { testFailingDependencyInstallKeepsThePreviousVersion(t, f.in(t)) }},
 		subtest{"GitFunctions", func(t *testing.T) { testGitFunctions(t, f.in(t)) }},
 		subtest{"FunctionSeesItsSecrets", func(t *testing.T) { testFunctionSeesItsSecrets(t, f.in(t)) }},
+		subtest{"CPUAutoscalingScalesOutAndBackIn", func(t *testing.T) { testCPUAutoscalingScalesOutAndBackIn(t, f.in(t)) }},
 	)
 }
 
