@@ -18,13 +18,13 @@ package main
 // It runs three times, each with a controller process of its own: with a
 // distinct source per Function, so no build can be shared, with identical
 // sources per runtime, and in buildless mode (the CR's functionMode, which
-// rolls the controller's Deployment; no builds) with distinct sources,
-// printed beside the first run and the reference figures of release 1.13's
-// own controller. Our image tag is 1.8.4's formula (contract §2.4), which
-// starts with the Function's UID, so that Functions 1.8.4 built are adopted
-// without a rebuild; the consequence is that identical sources still build
-// once per Function, and the second run shows that honestly instead of a
-// saving.
+// rolls the controller's Deployment; no builds) with distinct sources, printed
+// beside the first run and the reference figures of release 1.13's own
+// controller. Our image tag is 1.8.4's formula
+// (docs/contributor/upstream-contract.md#image-tag), which starts with the
+// Function's UID, so that Functions 1.8.4 built are adopted without a rebuild;
+// the consequence is that identical sources still build once per Function, and
+// the second run shows that honestly instead of a saving.
 
 import (
 	"bufio"
@@ -738,7 +738,7 @@ func (f fnFigures) print() {
 // has its own image.
 func printSharing(unique, identical fnFigures) {
 	fmt.Printf("\nIdentical sources vs distinct sources: %.0f vs %.0f builds, %.1fs vs %.1fs to all Running, %d vs %d writes.\n"+
-		"No build is shared: the image tag starts with the Function's UID (1.8.4's tag formula, contract §2.4,\n"+
+		"No build is shared: the image tag starts with the Function's UID (1.8.4's tag formula,\n"+
 		"kept so that images 1.8.4 built are adopted without a rebuild), so identical sources still build once per Function.\n",
 		identical.buildsStarted, unique.buildsStarted, identical.toRunning.Seconds(), unique.toRunning.Seconds(),
 		identical.run.writes(), unique.run.writes())

@@ -244,8 +244,9 @@ func (e *env) standInFunctionController(inst *upstreamtest.Installation) (f *fnE
 	ctr := pod["containers"].([]any)[0].(map[string]any)
 	ctr["image"] = chartImage(t, e.cluster.Root(), "function_controller")
 	ctr["command"] = []any{"/" + module.FunctionController().Binary}
-	// 1.8.4's controller ignored the chart's minRequestCpu/minRequestMemory
-	// keys (no minimums, contract §2.3); the module's rejects unknown keys.
+	// 1.8.4's controller ignored the chart's minRequestCpu/minRequestMemory keys
+	// (no minimums, docs/contributor/upstream-contract.md#resource-presets); the
+	// module's rejects unknown keys.
 	for _, v := range ctr["env"].([]any) {
 		env := v.(map[string]any)
 		if env["name"] == "APP_FUNCTION_RESOURCE_CONFIG" {

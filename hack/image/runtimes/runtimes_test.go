@@ -22,8 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The contract fixes the port, so servers of every test (and of any other
-// package testing them) take turns on it through this lock file.
+// The port is fixed (docs/contributor/runtime-contract.md#process), so servers
+// of every test (and of any other package testing them) take turns on it
+// through this lock file.
 const (
 	baseURL  = "http://127.0.0.1:8080"
 	lockName = "serverless-runtime-8080.lock"

@@ -11,8 +11,8 @@ import (
 )
 
 // Environment of `function-controller fetch`, the build Job's init
-// container (contract §4.3 names; KNOWN_HOSTS and BASE_DIR are new and
-// optional).
+// container (1.8.4's names, docs/contributor/upstream-contract.md#build-job;
+// KNOWN_HOSTS and BASE_DIR are new and optional).
 const (
 	envRepositoryURL        = "APP_REPOSITORY_URL"
 	envRepositoryCommit     = "APP_REPOSITORY_COMMIT"
@@ -31,9 +31,10 @@ const terminationLog = "/dev/termination-log"
 
 // runFetch is `function-controller fetch`: it writes the files of
 // APP_REPOSITORY_COMMIT of APP_REPOSITORY_URL into APP_MOUNT_PATH (only
-// APP_REPOSITORY_BASE_DIR when set) and exits 0, or prints the cause and
-// exits 1 — also on authentication errors (1.8.4's fetcher exited 0 there,
-// bug §11.8). The error also goes to termLog when that file exists.
+// APP_REPOSITORY_BASE_DIR when set) and exits 0, or prints the cause and exits
+// 1 — also on authentication errors (1.8.4's fetcher exited 0 there, so its
+// build failed later with an unrelated message). The error also goes to termLog
+// when that file exists.
 func runFetch(ctx context.Context, lookup func(string) (string, bool), stdout, stderr io.Writer, termLog string) int {
 	opts, err := fetchOptions(lookup)
 	if err == nil {

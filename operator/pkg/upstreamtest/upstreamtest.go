@@ -79,8 +79,8 @@ func Release184() Release {
 }
 
 // Release1130 is serverless-operator 1.13.0, buildless. From 1.10 on it
-// applies under the field manager name the manager uses too (contract
-// buildless §5.4).
+// applies under the field manager name the manager uses too
+// (docs/contributor/upstream-contract.md#field-managers).
 func Release1130() Release {
 	return Release{
 		Dir:     "tests/e2e/testdata/upstream-1.13.0",
@@ -285,7 +285,7 @@ func (i *Installation) Object(kind, name string) *unstructured.Unstructured {
 
 // FunctionManager is the field manager of what upstream's buildless
 // controller writes: it updates without naming one, so the API server
-// records its binary's name (contract buildless §2.7).
+// records its binary's name (docs/contributor/upstream-contract.md#field-managers).
 const FunctionManager = "manager"
 
 // LoadFunctions reads rel's functions.yaml: Functions, each followed by the

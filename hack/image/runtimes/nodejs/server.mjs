@@ -1,6 +1,7 @@
 // Function runtime server of the local nodejs20/22/24 images. It follows the
-// Kyma serverless runtime contract (port, routes, event, context, responses)
-// using Node's standard library only, so the images build offline.
+// runtime contract in docs/contributor/runtime-contract.md (port, routes,
+// event, context, responses) using Node's standard library only, so the images
+// build offline.
 import http from 'node:http';
 import path from 'node:path';
 import querystring from 'node:querystring';

@@ -50,8 +50,8 @@ function:
 	return cfg
 }
 
-// exampleA is the buildless contract's Example A in namespace ns: the
-// resources package's fixture hello-function.yaml, without its UID.
+// exampleA is an inline Node.js Function in namespace ns: the resources
+// package's fixture hello-function.yaml, without its UID.
 func exampleA(t *testing.T, ns string) *v1alpha2.Function {
 	fn := release113[v1alpha2.Function](t, "hello-function.yaml", &v1alpha2.Function{})
 	fn.Namespace = ns

@@ -246,10 +246,10 @@ func TestChartEnvironment(t *testing.T) {
 	}
 }
 
-// assertChartPresets checks the presets against contract §2.4 and the
+// assertChartPresets checks the presets against 1.8.4's chart and the
 // chart's minimums, which the controller now reads (1.8.4 did not); in
 // buildless mode the Function presets are release 1.13's, whose XS has
-// 256Mi (buildless contract §4.2).
+// 256Mi (docs/contributor/upstream-contract.md#preset-values).
 func assertChartPresets(t *testing.T, rc config.ResourceConfig, mode config.Mode, functionDefault, buildDefault string) {
 	t.Helper()
 	xsLimitMemory := "192Mi"

@@ -1,7 +1,7 @@
 // Package config reads the Function controller's configuration: the APP_*
-// environment the chart's Deployment sets (contract §2.2), the resource
-// presets in APP_FUNCTION_RESOURCE_CONFIG (§2.3–2.5) and the log
-// configuration file (§3.1).
+// environment the chart's Deployment sets, the resource presets in
+// APP_FUNCTION_RESOURCE_CONFIG and the log configuration file, as 1.8.4
+// reads them (docs/contributor/upstream-contract.md#controller-configuration).
 package config
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
 )
 
-// Environment variables the controller reads (contract §2.2). Names and code
+// Environment variables the controller reads. Names and code
 // defaults are those of the published 1.8.4 controller, so a Deployment
 // written for it configures this controller the same way.
 const (
@@ -140,7 +140,9 @@ type BuildConfig struct {
 	MaxSimultaneousJobs int      // APP_FUNCTION_BUILD_MAX_SIMULTANEOUS_JOBS: cluster-wide cap on unfinished build Jobs
 }
 
-// Code defaults (contract §2.2), except where a comment says otherwise.
+// Code defaults (1.8.4's,
+// docs/contributor/upstream-contract.md#controller-configuration), except where
+// a comment says otherwise.
 const (
 	DefaultMetricsAddress                 = ":8080"
 	DefaultHealthzAddress                 = ":8090"

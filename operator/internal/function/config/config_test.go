@@ -21,7 +21,9 @@ func env(vars map[string]string) func(string) (string, bool) {
 }
 
 // defaults is the configuration of a controller started with no APP_* at all,
-// written out from contract §2.2, except the build flags (package buildflags).
+// written out from 1.8.4's code defaults
+// (docs/contributor/upstream-contract.md#controller-configuration), except the
+// build flags (package buildflags).
 func defaults() config.Config {
 	return config.Config{
 		MetricsAddress:                             ":8080",

@@ -8,7 +8,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// LogLevels the log configuration file may name (contract §3.1).
+// LogLevels the log configuration file may name (1.8.4's,
+// docs/contributor/upstream-contract.md#log-configuration).
 func LogLevels() []string { return []string{"debug", "info", "warn", "error", "fatal"} }
 
 // LogFormats the log configuration file may name.

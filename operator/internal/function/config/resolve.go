@@ -12,7 +12,7 @@ const ProfileCustom = "custom"
 
 // Resolve picks a Function's (or its build's) resources for runtime from
 // req (spec.resourceConfiguration.function or .build, nil when absent) —
-// contract §2.5 / reconcile contract §6:
+// as 1.8.4 does (docs/contributor/upstream-contract.md#resolving-resources):
 //   - the preset map is RuntimePresets[runtime] when present, else Presets;
 //   - a profile found in that map wins;
 //   - else req.Resources are used verbatim, profile "custom";

@@ -28,7 +28,7 @@ func requirements(reqCPU, reqMem, limCPU, limMem string) corev1.ResourceRequirem
 	return corev1.ResourceRequirements{Requests: list(reqCPU, reqMem), Limits: list(limCPU, limMem)}
 }
 
-// Contract §2.5 / reconcile contract §6.
+// docs/contributor/upstream-contract.md#resolving-resources.
 func TestResolve(t *testing.T) {
 	presets := config.Presets{
 		DefaultPreset: "L",

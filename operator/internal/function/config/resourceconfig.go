@@ -20,8 +20,9 @@ type ResourceConfig struct {
 	BuildJob Presets
 }
 
-// Presets is one `<function|buildJob>.resources` block (contract §2.3). The
-// JSON names are the YAML keys the chart writes.
+// Presets is one `<function|buildJob>.resources` block
+// (docs/contributor/upstream-contract.md#resource-presets). The JSON names are
+// the YAML keys the chart writes.
 type Presets struct {
 	// Presets by name, for every runtime without an entry in RuntimePresets.
 	Presets map[string]Preset `json:"presets,omitempty"`
@@ -55,8 +56,8 @@ type resourceDocument struct {
 
 // ParseResourceConfig parses and checks the preset document. Unlike 1.8.4,
 // which ignored unknown keys, an unknown key is an error: that silence is how
-// the upstream chart's `minRequestCpu` disabled every minimum (contract
-// §2.3). Keys match case-insensitively (JSON decoding).
+// the upstream chart's `minRequestCpu` disabled every minimum. Keys match
+// case-insensitively (JSON decoding).
 func ParseResourceConfig(data []byte) (ResourceConfig, error) {
 	var doc resourceDocument
 	if err := yaml.UnmarshalStrict(data, &doc); err != nil {

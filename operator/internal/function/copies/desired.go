@@ -24,9 +24,10 @@ type Bases struct {
 }
 
 // Desired returns the copies of all bases for namespace, sorted by kind and
-// name. They carry exactly the copied fields (contract §3.6): name, labels
-// plus managed-by=function-controller (the label the controller's cache
-// selects copies by), annotations, and the kind's content.
+// name. They carry exactly 1.8.4's copied fields
+// (docs/contributor/upstream-contract.md#per-namespace-copies): name, labels
+// plus managed-by=function-controller (the label the controller's cache selects
+// copies by), annotations, and the kind's content.
 func Desired(b Bases, namespace string) []client.Object {
 	var out []client.Object
 	for i := range b.ConfigMaps {

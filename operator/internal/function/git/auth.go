@@ -23,7 +23,8 @@ const (
 	AuthKey   = "key"
 )
 
-// Keys of the auth Secret (contract §4.2) plus KeyKnownHosts, new: the SSH
+// Keys of the auth Secret (1.8.4's, docs/contributor/upstream-contract.md#git-sources)
+// plus KeyKnownHosts, new: the SSH
 // host keys the server must present, in known_hosts format.
 const (
 	KeyUsername   = "username"

@@ -13,7 +13,7 @@ import (
 // The causes a Git operation fails with. Every error this package returns
 // for a remote operation wraps exactly one of them (test with errors.Is),
 // so callers can name the cause without parsing messages (1.8.4 matched
-// "unexpected http status code: 403" in libgit2's text, §4.4).
+// "unexpected http status code: 403" in libgit2's text).
 var (
 	// ErrAuthentication: the server refused the credentials, or wants some
 	// and none were given.

@@ -44,7 +44,7 @@ func NormalizeBaseDir(baseDir string) string {
 // and when the server refuses, fetches its branches and tags and takes the
 // commit from them. The whole fetch is bounded by 10× the Resolver's
 // timeout (5 min by default). Every failure is an error naming its cause;
-// nothing is swallowed (1.8.4's fetcher exited 0 on auth errors, bug §11.8).
+// nothing is swallowed (1.8.4's fetcher exited 0 on auth errors).
 func (r Resolver) Fetch(ctx context.Context, o FetchOptions) (err error) {
 	if !IsCommit(o.Commit) {
 		return invalid("commit %q is not a full 40-digit SHA", o.Commit)

@@ -11,7 +11,8 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 )
 
-// The keys of an auth Secret by its type, as release 1.13 reads them (contract §2.6).
+// The keys of an auth Secret by its type, as release 1.13 reads them
+// (docs/contributor/upstream-contract.md#buildless-git-init-container).
 func TestSecretKeysOf(t *testing.T) {
 	data := func(keys ...string) map[string][]byte {
 		m := map[string][]byte{}

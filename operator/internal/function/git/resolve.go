@@ -58,7 +58,7 @@ func IsCommit(reference string) bool { return fullSHA.MatchString(reference) }
 // Resolve returns the commit reference names in the repository at url:
 // a full 40-hex SHA as it is (no network); else, from the remote's
 // reference list, in this order: an exact full name (refs/…, HEAD), the
-// branch refs/heads/<reference> (names with "/" included, bug §11.7), the
+// branch refs/heads/<reference> (names with "/" included; 1.8.4 missed them), the
 // tag refs/tags/<reference> (an annotated tag peeled to its commit).
 // Abbreviated SHAs are not resolved (the protocol lists references, not
 // objects; resolving them needs a clone): ErrNotFound says to use the full

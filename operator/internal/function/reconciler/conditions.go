@@ -18,7 +18,7 @@ func condition(st *v1alpha2.FunctionStatus, t string) *v1alpha2.Condition {
 }
 
 // setCondition sets a condition in st. lastTransitionTime moves only when
-// the status changes (1.8.4 moved it on every write, bug §11.1); a new type
+// the status changes (1.8.4 moved it on every write); a new type
 // is appended, so the order of existing conditions never changes.
 func setCondition(st *v1alpha2.FunctionStatus, t string, status corev1.ConditionStatus, reason, message string, now metav1.Time) {
 	if c := condition(st, t); c != nil {

@@ -94,7 +94,7 @@ func TestDeploymentState(t *testing.T) {
 		status corev1.ConditionStatus
 		reason string
 	}{
-		{"not seen by the Deployment controller yet (bug §11.15: not failed)", depWith(1, 0), corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting},
+		{"not seen by the Deployment controller yet (not failed; 1.8.4 called it failed)", depWith(1, 0), corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting},
 		{"old generation observed", depWith(2, 1, availTrue, progDone), corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting},
 		{"ready", depWith(1, 1, availTrue, progDone), corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady},
 		{"rolling out, old Pods available", depWith(1, 1, availTrue, progRolling), corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting},

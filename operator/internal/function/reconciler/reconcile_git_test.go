@@ -83,7 +83,8 @@ func newGitFixture(t *testing.T, reference, password string) *gitFixture {
 	return g
 }
 
-// expectedImage is the pull image for a commit and baseDir (contract §2.4 Git formula).
+// expectedImage is the pull image for a commit and baseDir (the Git form of
+// docs/contributor/upstream-contract.md#image-tag).
 func (g *gitFixture) expectedImage(t *testing.T, commit, baseDir string) string {
 	fn := g.function(t, "hello")
 	fn.Status.Commit, fn.Status.BaseDir = commit, baseDir

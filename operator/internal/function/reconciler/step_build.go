@@ -175,7 +175,8 @@ func (r *Reconciler) built(p *pass, digest, message string) {
 	}
 }
 
-// failed reports a failed build (any Job failure reason, bug §11.14) and
+// failed reports a failed build (any Job failure reason; 1.8.4 saw only
+// BackoffLimitExceeded) and
 // decides whether to retry now: after the backoff, or at once when the
 // Function changed since the Job was created. A retry deletes the Job.
 func (r *Reconciler) failed(ctx context.Context, p *pass, job *batchv1.Job) (bool, error) {

@@ -51,10 +51,10 @@ func buildlessAuth(authType string, secret *corev1.Secret) (*git.Auth, *git.Secr
 	return auth, &keys, nil
 }
 
-// gitSource is the source step of a Git Function in build mode: checkGit,
-// with the image tag and the build Job derived from the status values it
-// records (contract §2.4), so a new commit or an edited reference/baseDir
-// builds once, in this very pass.
+// gitSource is the source step of a Git Function in build mode: checkGit, with
+// the image tag and the build Job derived from the status values it records
+// (docs/contributor/upstream-contract.md#image-tag), so a new commit or an
+// edited reference/baseDir builds once, in this very pass.
 func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 	if p.fn.Spec.Source.GitRepository == nil {
 		return r.noSource(p)

@@ -11,7 +11,7 @@ import (
 )
 
 // gitSpec is what a Git Function's last remote check was for: any change
-// checks again at once (bug §11.6: 1.8.4 ignored reference and baseDir
+// checks again at once (1.8.4 ignored reference and baseDir
 // edits for up to 5 minutes).
 type gitSpec struct {
 	url, reference, baseDir, authType, secretName string

@@ -15,10 +15,11 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
-// observe lists the Function's children from the cache by the three
-// internal labels (names are random, contract §8.1). Objects already being
-// deleted are left out. Lists are sorted oldest first, so "the first" is
-// stable between passes.
+// observe lists the Function's children from the cache by the three internal
+// labels (names are random,
+// docs/contributor/upstream-contract.md#identity-labels). Objects already being
+// deleted are left out. Lists are sorted oldest first, so "the first" is stable
+// between passes.
 func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	if err := r.observeRunning(ctx, p); err != nil {
 		return err

@@ -22,8 +22,8 @@ const prerequisitesGrace = 10 * time.Second
 // prerequisites reads the per-namespace copies a Function needs (registry
 // Secret, Dockerfile ConfigMap, Function ServiceAccount) from the cache.
 // One missing or unusable → ConfigurationReady False PrerequisitesMissing
-// naming it, and the pass ends (1.8.4 backed off without a word, pitfall
-// §10.11); the copy appearing triggers the next pass (the reconciler
+// naming it, and the pass ends (1.8.4 backed off without a word); the
+// copy appearing triggers the next pass (the reconciler
 // watches the copies).
 func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	ns := p.fn.Namespace
@@ -41,7 +41,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	missing := func(format string, args ...any) error {
 		p.stop = true
 		if excluded {
-			// Bug §11.18: 1.8.4 failed here forever without a word.
+			// 1.8.4 failed here forever without a word.
 			setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
 				fmt.Sprintf("namespace %s is excluded (APP_KUBERNETES_EXCLUDED_NAMESPACES): the controller copies no registry Secret, Dockerfiles or ServiceAccount into it", ns), p.now)
 			return nil

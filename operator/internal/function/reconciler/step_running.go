@@ -72,8 +72,8 @@ func firstRolloutWait(p *pass, dep *appsv1.Deployment) time.Duration {
 }
 
 // deploymentState reads a Deployment's conditions. A Deployment the
-// Deployment controller has not looked at yet is waiting, not failed (bug
-// §11.15); Pods it cannot create (ReplicaFailure, e.g. a ResourceQuota)
+// Deployment controller has not looked at yet is waiting, not failed (1.8.4
+// called it failed); Pods it cannot create (ReplicaFailure, e.g. a ResourceQuota)
 // fail it at once; missing minimum replicas is reported only once the
 // rollout is over (during every rollout Available is False for a moment).
 func deploymentState(dep *appsv1.Deployment) (corev1.ConditionStatus, string, string) {

@@ -13,7 +13,7 @@ import (
 )
 
 // writeStatus writes the status this pass computed, once, and only when it
-// differs from the one read (1.8.4 wrote it on every pass, bug §11.1). Then
+// differs from the one read (1.8.4 wrote it on every pass). Then
 // it emits the events of the conditions that changed.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	if p.keepStatus || equality.Semantic.DeepEqual(p.fn.Status, p.status) {

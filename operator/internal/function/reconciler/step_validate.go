@@ -34,7 +34,7 @@ func validateFunction(fn *v1alpha2.Function, cfg *config.Config) []string {
 	if !slices.Contains(v1alpha2.Runtimes(), fn.Spec.Runtime) {
 		add("spec.runtime %q is not one of %v", fn.Spec.Runtime, v1alpha2.Runtimes())
 	}
-	// The Service is named after the Function (bug §11.12: 1.8.4 failed the Service forever).
+	// The Service is named after the Function (1.8.4 failed the Service forever).
 	for _, e := range validation.IsDNS1035Label(fn.Name) {
 		add("metadata.name %q cannot name the Function's Service: %s", fn.Name, e)
 	}

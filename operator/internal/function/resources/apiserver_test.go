@@ -159,10 +159,11 @@ func TestBuildPodIsRestricted(t *testing.T) {
 }
 
 // TestBuildlessAPIServerRoundTrip: the API server accepts every buildless
-// Deployment and Service, and the stored, defaulted objects compare equal
-// to freshly built ones — where release 1.13 would update forever (a
-// fieldRef without apiVersion, contract §2.8), this controller writes
-// nothing. An update it builds is accepted and settles.
+// Deployment and Service, and the stored, defaulted objects compare equal to
+// freshly built ones — where release 1.13 would update forever (a fieldRef
+// without apiVersion,
+// docs/contributor/upstream-contract.md#what-rolls-buildless-pods), this
+// controller writes nothing. An update it builds is accepted and settles.
 func TestBuildlessAPIServerRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")

@@ -16,14 +16,16 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 )
 
-// Buildless mode: a Function is one Deployment running its runtime's image
-// with the source in the Pod (inline: in the env; Git: cloned by an init
-// container) and dependencies installed when the Pod starts, and one
-// Service. Every field release 1.13 compares before it rolls Pods
-// (buildless contract §2.8) is built here exactly as 1.13 builds it, so
-// that its Deployments are adopted without a rollout.
+// Buildless mode: a Function is one Deployment running its runtime's image with
+// the source in the Pod (inline: in the env; Git: cloned by an init container)
+// and dependencies installed when the Pod starts, and one Service. Every field
+// release 1.13 compares before it rolls Pods
+// (docs/contributor/upstream-contract.md#what-rolls-buildless-pods) is built
+// here exactly as 1.13 builds it, so that its Deployments are adopted without a
+// rollout.
 
-// Names and values of the buildless Pod (contract §2.3–2.6).
+// Names and values of the buildless Pod
+// (docs/contributor/upstream-contract.md#buildless-deployment).
 const (
 	// ContainerGitInit clones a Git Function's sources.
 	ContainerGitInit = "init"
@@ -114,8 +116,9 @@ func familyOf(rt v1alpha2.Runtime) runtimeFamily {
 }
 
 // BuildlessDeployment is release 1.13's Deployment for the Function
-// (contract §2.2–2.6): generateName "<fn>-", the Function's labels, its
-// replicas, the runtime image started by `sh -c` with the source script.
+// (docs/contributor/upstream-contract.md#buildless-deployment): generateName
+// "<fn>-", the Function's labels, its replicas, the runtime image started by
+// `sh -c` with the source script.
 func BuildlessDeployment(in BuildlessInputs) *appsv1.Deployment {
 	fn := in.Function
 	family := familyOf(fn.Spec.Runtime)
@@ -229,11 +232,12 @@ func BuildlessContainerSecurityContext(fn *v1alpha2.Function) *corev1.SecurityCo
 }
 
 // buildlessAnnotations are the Pod template's annotations, merged as 1.13
-// merges them (contract §2.3): the live template's annotations except
-// those the Function set last time (status.functionAnnotations), then
-// spec.annotations, then the Istio and rt-cfg defaults; the native-sidecar
-// annotation "true" unless one of them set it already (1.13 lays it under
-// the others, not over them).
+// merges them
+// (docs/contributor/upstream-contract.md#buildless-pod-annotations): the live
+// template's annotations except those the Function set last time
+// (status.functionAnnotations), then spec.annotations, then the Istio and
+// rt-cfg defaults; the native-sidecar annotation "true" unless one of them set
+// it already (1.13 lays it under the others, not over them).
 func buildlessAnnotations(fn *v1alpha2.Function, live *appsv1.Deployment) map[string]string {
 	out := map[string]string{}
 	if live != nil {

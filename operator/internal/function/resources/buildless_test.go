@@ -46,7 +46,7 @@ func buildlessConfig() *config.Config {
 	}
 }
 
-// exampleA is the contract's Example A with labels, annotations and env
+// exampleA is an inline Node.js Function with labels, annotations and env
 // (testdata/buildless/hello-function.yaml, shared with the app tests).
 func exampleA() *v1alpha2.Function {
 	data, err := os.ReadFile(filepath.Join("testdata", "buildless", "hello-function.yaml"))
@@ -78,8 +78,8 @@ func inlinePython() *v1alpha2.Function {
 
 const exampleBCommit = "3f1c0e6a9b8d7c5e4f3a2b1c0d9e8f7a6b5c4d3e"
 
-// exampleB is the contract's Example B, its commit resolved and its
-// basic-auth Secret read.
+// exampleB is a Git Python Function (baseDir /fn, reference main, basic
+// auth), its commit resolved and its basic-auth Secret read.
 func exampleB() BuildlessInputs {
 	return BuildlessInputs{
 		Function: &v1alpha2.Function{
@@ -117,7 +117,8 @@ func asYAML(t *testing.T, obj any) string {
 }
 
 // Our buildless Deployment and Service are release 1.13's, field for field,
-// for each source kind (fixtures written from the contract).
+// for each source kind (fixtures written from 1.13's behaviour,
+// docs/contributor/upstream-contract.md#buildless-mode-113, not from this code).
 func TestBuildlessMatchesRelease113(t *testing.T) {
 	tests := []struct {
 		name, deployment, service string
@@ -226,7 +227,7 @@ func envNamed(c *corev1.Container, name string) *corev1.EnvVar {
 func command(d *appsv1.Deployment) string { return d.Spec.Template.Spec.Containers[0].Command[2] }
 
 // Security contexts: the Function's fields win; 1.13's base fills the
-// fields it leaves unset (contract §2.3).
+// fields it leaves unset (docs/contributor/upstream-contract.md#buildless-deployment).
 func TestBuildlessSecurityContexts(t *testing.T) {
 	fn := exampleA()
 	fn.Spec.PodSecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](2000), RunAsNonRoot: ptr.To(true),
@@ -246,7 +247,8 @@ func TestBuildlessSecurityContexts(t *testing.T) {
 	assert.Nil(t, fn.Spec.PodSecurityContext.FSGroup, "the Function is not modified")
 }
 
-// The Pod template's annotations, merged as 1.13 merges them (contract §2.3).
+// The Pod template's annotations, merged as 1.13 merges them
+// (docs/contributor/upstream-contract.md#buildless-pod-annotations).
 func TestBuildlessAnnotations(t *testing.T) {
 	defaults := map[string]string{
 		AnnotationIstioProxyConfig:   IstioProxyConfig,
@@ -306,9 +308,9 @@ func TestBuildlessAnnotations(t *testing.T) {
 	}
 }
 
-// What rolls the Pods, what only scales and what is no change (contract
-// §2.8), against a live copy of the desired Deployment as the API server
-// stores it.
+// What rolls the Pods, what only scales and what is no change
+// (docs/contributor/upstream-contract.md#what-rolls-buildless-pods), against a
+// live copy of the desired Deployment as the API server stores it.
 func TestCompareBuildless(t *testing.T) {
 	rolls := BuildlessChange{Template: true}
 	scales := BuildlessChange{Replicas: true}

@@ -12,7 +12,7 @@ import (
 
 // BuildlessChange is what differs between a live Deployment and the
 // desired buildless one, in exactly the fields release 1.13 compares
-// (buildless contract §2.8).
+// (docs/contributor/upstream-contract.md#what-rolls-buildless-pods).
 type BuildlessChange struct {
 	// Template: a field of the Pod template differs; writing it rolls the Pods.
 	Template bool

@@ -14,8 +14,9 @@ const (
 	DependenciesKey = "dependencies"
 )
 
-// SourceConfigMap is the inline Function's source ConfigMap (contract §3.2);
-// nil for a Git Function.
+// SourceConfigMap is the inline Function's source ConfigMap
+// (docs/contributor/upstream-contract.md#source-configmap); nil for a Git
+// Function.
 func SourceConfigMap(in Inputs) *corev1.ConfigMap {
 	fn := in.Function
 	if fn.Spec.Source.Inline == nil {
@@ -29,7 +30,7 @@ func SourceConfigMap(in Inputs) *corev1.ConfigMap {
 
 // SourceData is the source ConfigMap's data: the source, and the
 // dependencies — for Node "{}" when blank (npm needs a package.json), else
-// verbatim. Note the image tag hashes the raw dependencies (§11.5).
+// verbatim. Note the image tag hashes the raw dependencies, as 1.8.4's does.
 func SourceData(fn *v1alpha2.Function) map[string]string {
 	inline := fn.Spec.Source.Inline
 	if inline == nil {

@@ -26,13 +26,14 @@ const (
 	secretVolumeMode int32 = 0o666
 	// pythonPath is 1.8.4's PYTHONPATH, kept literally although Kubernetes
 	// cannot expand $(KUBELESS_INSTALL_VOLUME) (no such env var) and the
-	// segment reads lib.python3.12 (§11.9): changing it would roll every
+	// segment reads lib.python3.12: changing it would roll every
 	// adopted Python Function. The runtime image sets its own path.
 	pythonPath = "$(KUBELESS_INSTALL_VOLUME)/lib.python3.12/site-packages:$(KUBELESS_INSTALL_VOLUME)"
 )
 
-// Deployment runs the Function's image (contract §3.4). Its Pod template
-// equals 1.8.4's after API defaulting, so adopted Pods are not rolled.
+// Deployment runs the Function's image
+// (docs/contributor/upstream-contract.md#deployment). Its Pod template equals
+// 1.8.4's after API defaulting, so adopted Pods are not rolled.
 func Deployment(in Inputs) *appsv1.Deployment {
 	fn := in.Function
 	replicas := int32(1)
@@ -81,7 +82,7 @@ func Deployment(in Inputs) *appsv1.Deployment {
 }
 
 // PodSecurityContext is the Function Pod's security context: 1.8.4's
-// (contract §3.4) where spec.podSecurityContext leaves a field unset, the
+// where spec.podSecurityContext leaves a field unset, the
 // Function's value where it sets one (release 1.13's rule, with this mode's
 // base). Without spec.podSecurityContext it is exactly 1.8.4's, so adopted
 // Pods keep their template.
@@ -193,9 +194,9 @@ func podAnnotations(fn *v1alpha2.Function) map[string]string {
 	return out
 }
 
-// functionEnv is the function container's env in 1.8.4's order: spec.env,
-// then the injected variables (contract §3.4). Order matters: a different
-// order rolls the Pods.
+// functionEnv is the function container's env in 1.8.4's order: spec.env, then
+// the injected variables (docs/contributor/upstream-contract.md#deployment).
+// Order matters: a different order rolls the Pods.
 func functionEnv(in Inputs) []corev1.EnvVar {
 	fn := in.Function
 	env := make([]corev1.EnvVar, 0, len(fn.Spec.Env)+11)
@@ -235,7 +236,7 @@ func injectedEnv(in Inputs) []corev1.EnvVar {
 // secretVolumes are one volume per distinct Secret and one read-only mount
 // per secretMount. A volume is named after its Secret, as 1.8.4 does (so
 // adopted Pods keep their template), unless that name is not a valid volume
-// name or is taken: then it gets a derived name (§11.11: 1.8.4 produced an
+// name or is taken: then it gets a derived name (1.8.4 produced an
 // invalid Deployment for Secret names with dots, longer than 63 characters,
 // or named like another volume of the Pod, reserved).
 func secretVolumes(secretMounts []v1alpha2.SecretMount, reserved ...string) ([]corev1.Volume, []corev1.VolumeMount) {

@@ -225,7 +225,7 @@ func TestDeploymentSecretVolumes(t *testing.T) {
 			mountAt: []mount{{"tmp-dir", "/tmp", ""}, {"db-creds", "/db", ""}, {"api-key", "/api", ""}},
 		},
 		{
-			name:    "dotted name, over-long name and tmp-dir get derived names (§11.11)",
+			name:    "dotted name, over-long name and tmp-dir get derived names",
 			mounts:  []v1alpha2.SecretMount{{SecretName: "tls.example.com", MountPath: "/tls"}, {SecretName: "tmp-dir", MountPath: "/t"}},
 			volumes: []vol{{hashed("tls.example.com"), "tls.example.com"}, {hashed("tmp-dir"), "tmp-dir"}},
 			mountAt: []mount{{"tmp-dir", "/tmp", ""}, {hashed("tls.example.com"), "/tls", ""}, {hashed("tmp-dir"), "/t", ""}},

@@ -4,10 +4,11 @@
 // the comparisons that decide whether a live object needs an update.
 //
 // The objects reproduce what the published 1.8.4 controller creates
-// (docs: function-reconcile-contract §2.4, §3) closely enough that Functions
-// it built are adopted without a rebuild (same image tag) and without a
-// rollout (same Pod template after API defaulting). Where this package
-// deviates from 1.8.4 a comment names the contract's bug number (§11.x).
+// (docs/contributor/upstream-contract.md#build-mode-184) closely enough that
+// Functions it built are adopted without a rebuild (same image tag) and without
+// a rollout (same Pod template after API defaulting). Where this package
+// deviates from 1.8.4 a comment says how
+// (docs/contributor/upstream-contract.md#where-we-differ-from-184).
 //
 // Buildless mode (buildless.go, buildless_update.go) builds release 1.13's
 // Deployment and Service instead, equal in every field 1.13 compares, and
@@ -16,7 +17,7 @@ package resources
 
 import "time"
 
-// Fixed values of the children (contract §3).
+// Fixed values of the children (1.8.4's).
 const (
 	// ContainerFunction names the Function's container, ContainerExecutor
 	// the kaniko container of 1.8.4's build Jobs; 1.8.4's names.
@@ -33,16 +34,17 @@ const (
 	ServicePort  = 80
 
 	// JobTTL removes finished build Jobs; the build result is remembered in the
-	// Function status (status.builtImage), not by keeping the Job (§11.4).
+	// Function status (status.builtImage), not by keeping the Job as 1.8.4 does.
 	JobTTL = 24 * time.Hour
 	// JobDeadline fails a build that cannot finish, e.g. a Pod stuck Pending,
-	// so it frees its build slot (§11.13).
+	// so it frees its build slot (1.8.4 set no deadline).
 	JobDeadline = 30 * time.Minute
 
 	// AnnotationPodAnnotationKeys, on the Deployment's metadata, lists (sorted,
 	// comma separated) the spec.annotations keys this controller put on the Pod
 	// template, so that a key removed from spec.annotations is removed from the
-	// template while annotations set by others are kept (§11.10). Absent on
+	// template while annotations set by others are kept (1.8.4 kept removed
+	// keys). Absent on
 	// Deployments created by 1.8.4: then no key is known to be ours.
 	AnnotationPodAnnotationKeys = "serverless.kyma-project.io/function-annotations"
 

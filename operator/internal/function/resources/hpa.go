@@ -7,8 +7,9 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 )
 
-// HPA scales the Function through its scale subresource (contract §3.6);
-// nil when spec.scaleConfig is unset or fixes the replica count.
+// HPA scales the Function through its scale subresource
+// (docs/contributor/upstream-contract.md#hpa); nil when spec.scaleConfig is
+// unset or fixes the replica count.
 func HPA(in Inputs) *autoscalingv1.HorizontalPodAutoscaler {
 	fn := in.Function
 	sc := fn.Spec.ScaleConfig

@@ -26,8 +26,9 @@ type Inputs struct {
 	Digest string
 }
 
-// ImageTag is the image tag: lowercase hex SHA-256 of the string 1.8.4
-// hashes (contract §2.4), byte-for-byte, so its images are reused:
+// ImageTag is the image tag: lowercase hex SHA-256 of the string 1.8.4 hashes
+// (docs/contributor/upstream-contract.md#image-tag), byte-for-byte, so its
+// images are reused:
 //
 //	inline: <uid>-{<source> <raw dependencies>}-<effective runtime>-<base image>
 //	Git:    <uid>-<status.commit>-<status.baseDir>-<effective runtime>-<base image>

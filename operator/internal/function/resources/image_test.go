@@ -16,9 +16,9 @@ func sha(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// The contract verified the formula against the dump's three images but does
-// not give their UIDs and sources, so the dump tags cannot be recomputed
-// here. These cases pin the formula instead: once as the literal string, and
+// The formula was checked against images 1.8.4 built, whose UIDs and
+// sources are not at hand, so their tags cannot be recomputed here. These
+// cases pin the formula instead: once as the literal string, and
 // once through Go's default struct formatting, which is how 1.8.4 produced
 // the "{source deps}" part.
 func TestImageTag(t *testing.T) {

@@ -36,7 +36,8 @@ const (
 // dependency layers, one image per key (shared by all Functions).
 const DependencyCacheRepository = "serverless-dependencies"
 
-// Git auth types and the keys read from the auth Secret (contract §4.2–4.3).
+// Git auth types and the keys read from the auth Secret
+// (docs/contributor/upstream-contract.md#git-sources).
 const (
 	GitAuthBasic = "basic"
 	GitAuthKey   = "key"
@@ -51,7 +52,7 @@ const (
 // being the termination message. Git Functions fetch their sources first.
 // The Pod passes the restricted Pod Security Standard. Unlike 1.8.4 it has
 // a TTL (the build is remembered in the Function status) and a deadline
-// (§11.13).
+// (a Pod stuck Pending must not hold a build slot forever).
 func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 	fn := in.Function
 	git := fn.Spec.Source.Inline == nil && fn.Spec.Source.GitRepository != nil
@@ -72,7 +73,7 @@ func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 	var initContainers []corev1.Container
 	if git {
 		volumes = append(volumes, emptyDir(volumeWorkspace))
-		// baseDir from the status, as the tag: the Job builds what the tag names (§11.6).
+		// baseDir from the status, as the tag: the Job builds what the tag names.
 		sources = corev1.VolumeMount{Name: volumeWorkspace, ReadOnly: true, MountPath: build.DefaultSourceDir,
 			SubPath: strings.TrimPrefix(fn.Status.BaseDir, "/")}
 		initContainers = append(initContainers, repoFetcher(in))
@@ -236,7 +237,7 @@ func emptyDir(name string) corev1.Volume {
 }
 
 // repoFetcher writes the files of status.commit (only status.baseDir) into
-// the workspace (contract §3.3, §4.3).
+// the workspace (docs/contributor/upstream-contract.md#build-job).
 func repoFetcher(in Inputs) corev1.Container {
 	fn := in.Function
 	repo := fn.Spec.Source.GitRepository

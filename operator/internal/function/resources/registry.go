@@ -10,7 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Keys of the registry Secret the controller reads (controller contract §3.3).
+// Keys of the registry Secret the controller reads
+// (docs/contributor/upstream-contract.md#registry-secret).
 const (
 	RegistryKeyIsInternal       = "isInternal"
 	RegistryKeyPushAddress      = "pushRegAddr"

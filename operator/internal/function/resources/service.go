@@ -21,7 +21,7 @@ func prometheusAnnotations() map[string]string {
 }
 
 // Service exposes the Function in its namespace under the Function's name
-// (contract §3.5): port http 80 → 8080.
+// (docs/contributor/upstream-contract.md#service): port http 80 → 8080.
 func Service(in Inputs) *corev1.Service {
 	fn := in.Function
 	return &corev1.Service{

@@ -27,7 +27,7 @@ import (
 //
 // Template annotations: live's are kept (kubectl.kubernetes.io/restartedAt
 // and other foreign keys), except keys this controller set from
-// spec.annotations and that are gone from it (§11.10 fixed) and, as in
+// spec.annotations and that are gone from it (1.8.4 kept them) and, as in
 // 1.8.4, sidecar.istio.io/nativeSidecar unless spec.annotations sets it;
 // desired's are laid over them.
 func UpdateDeployment(live, desired *appsv1.Deployment) (*appsv1.Deployment, bool) {

@@ -142,7 +142,7 @@ func TestUpdateDeployment(t *testing.T) {
 			update:  true, templateKept: true, check: func(t *testing.T, got *appsv1.Deployment) {
 				assert.Equal(t, "x", got.Labels["new"])
 			}},
-		{name: "removed spec.annotations key is removed (§11.10)", live: func() *appsv1.Deployment {
+		{name: "removed spec.annotations key is removed", live: func() *appsv1.Deployment {
 			d := stored(base)
 			restartedAt(d)
 			return d

@@ -7,9 +7,10 @@ import (
 )
 
 // UpdateService returns live with desired's ports, selector, type and labels
-// and the Prometheus annotations merged in (other annotations and the
-// cluster IP kept) when selector, labels, those annotations, the number of
-// ports or the first port differ (contract §3.5), else (nil, false).
+// and the Prometheus annotations merged in (other annotations and the cluster
+// IP kept) when selector, labels, those annotations, the number of ports or the
+// first port differ (as 1.8.4, docs/contributor/upstream-contract.md#service),
+// else (nil, false).
 func UpdateService(live, desired *corev1.Service) (*corev1.Service, bool) {
 	if !serviceDiffers(live, desired) {
 		return nil, false
