@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
 // The contract fixes the port, so servers of every test (and of any other
@@ -96,16 +100,23 @@ func launch(t *testing.T, dir string, env []string, name string, args ...string)
 	s.cmd.Dir = dir
 	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
+	// Its own process group: a server started through sh and npm is a
+	// child's child, and the cleanup must stop it too.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, s.cmd.Start())
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		group := -s.cmd.Process.Pid
+		_ = syscall.Kill(group, syscall.SIGTERM)
 		select {
 		case <-s.exited:
 		case <-time.After(3 * time.Second):
-			_ = s.cmd.Process.Kill()
+			_ = syscall.Kill(group, syscall.SIGKILL)
 			<-s.exited
 		}
+		// The group's other members (npm's child) end with it; kill what
+		// is left so the port is free for the next server.
+		_ = syscall.Kill(group, syscall.SIGKILL)
 	})
 	return s
 }
@@ -114,7 +125,9 @@ func launch(t *testing.T, dir string, env []string, name string, args ...string)
 func start(t *testing.T, dir string, env []string, name string, args ...string) *server {
 	t.Helper()
 	s := launch(t, dir, env, name, args...)
-	deadline := time.Now().Add(10 * time.Second)
+	// buildless mode runs npm install and npm start first
+	const wait = 30 * time.Second
+	deadline := time.Now().Add(wait)
 	last := "nothing"
 	for time.Now().Before(deadline) {
 		select {
@@ -135,7 +148,7 @@ func start(t *testing.T, dir string, env []string, name string, args ...string) 
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	t.Fatalf("/healthz not OK within 10s, last seen: %s; stderr:\n%s", last, s.stderr.tail())
+	t.Fatalf("/healthz not OK within %s, last seen: %s; stderr:\n%s", wait, last, s.stderr.tail())
 	return nil
 }
 
@@ -148,22 +161,119 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-// startNode copies the Node server next to a function/ directory holding
-// the given files, as the image lays them out, and starts it.
+// nodeMode is how a Node.js Function's Pod starts the runtime server.
+type nodeMode struct {
+	name string
+	// function are the files of function/ besides handler.js.
+	function map[string]string
+	// command and its arguments, run in dir (the server's directory) or
+	// in its function/.
+	command    []string
+	inFunction bool
+}
+
+// nodeModes are build mode (the image holds the Function's code and its
+// installed dependencies in function/, the image's command starts the
+// server in /usr/src/app) and buildless mode (the Pod writes handler.js
+// and package.json into function/, its mounted volume and working
+// directory, installs the dependencies there, and starts the server with
+// `cd ..; npm start`).
+func nodeModes() []nodeMode {
+	return []nodeMode{
+		{
+			name: "build",
+			function: map[string]string{
+				"package.json":                      `{"name":"fn","version":"1.0.0","dependencies":{"tinydep":"1.0.0"}}`,
+				"node_modules/tinydep/index.js":     `module.exports = () => 'from tinydep';`,
+				"node_modules/tinydep/package.json": `{"name":"tinydep","version":"1.0.0","main":"index.js"}`,
+			},
+			command: []string{"node", "server.mjs"},
+		},
+		{
+			name:       "buildless",
+			function:   map[string]string{"package.json": `{"name":"fn","version":"1.0.0","dependencies":{}}`},
+			command:    []string{"sh", "-c", "npm install --prefer-offline --no-audit --progress=false --no-fund && cd .. && exec npm start"},
+			inFunction: true,
+		},
+	}
+}
+
+// serverModules is the runtime server's node_modules as the image build
+// installs it (from package-lock.json, kept in the repository's bin/cache).
+func serverModules(t *testing.T) string {
+	t.Helper()
+	root, err := repo.Root()
+	require.NoError(t, err)
+	dir, err := localimage.NodeServerModules(t.Context(), "nodejs", filepath.Join(root, "bin", "cache"))
+	require.NoError(t, err, "the runtime server's dependencies come from the npm registry")
+	return dir
+}
+
+// copyTree copies the files below src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		default:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, data, info.Mode().Perm())
+		}
+	}))
+}
+
+// startNode lays the Node server out as the image does (server.mjs, its
+// package files and node_modules in a directory, the Function's files in
+// its function/) and starts it in build mode.
 func startNode(t *testing.T, function map[string]string, env ...string) *server {
 	t.Helper()
+	return startNodeMode(t, nodeModes()[0], function, env...)
+}
+
+func startNodeMode(t *testing.T, mode nodeMode, function map[string]string, env ...string) *server {
+	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"server.mjs", "package.json"} {
+	for _, name := range []string{"server.mjs", "package.json", "package-lock.json"} {
 		b, err := os.ReadFile(filepath.Join("nodejs", name))
 		require.NoError(t, err)
 		writeFiles(t, dir, map[string]string{name: string(b)})
 	}
+	copyTree(t, serverModules(t), filepath.Join(dir, "node_modules"))
 	files := map[string]string{}
+	for name, content := range mode.function {
+		files[filepath.Join("function", name)] = content
+	}
 	for name, content := range function {
 		files[filepath.Join("function", name)] = content
 	}
 	writeFiles(t, dir, files)
-	return start(t, dir, append(env, "HANDLER_PATH=./function/handler.js"), "node", "server.mjs")
+	workDir := dir
+	if mode.inFunction {
+		workDir = filepath.Join(dir, "function")
+	}
+	return start(t, workDir, append(env, "HANDLER_PATH=./function/handler.js"), mode.command[0], mode.command[1:]...)
 }
 
 func pythonEnv(t *testing.T, handler string, env ...string) (string, []string) {
@@ -411,12 +521,7 @@ module.exports = {
 
 func TestNodejs(t *testing.T) {
 	p := newPublisher(t)
-	s := startNode(t, map[string]string{
-		"handler.js":                        nodeHandler,
-		"package.json":                      `{"name":"fn","version":"1.0.0","dependencies":{"tinydep":"1.0.0"}}`,
-		"node_modules/tinydep/index.js":     `module.exports = () => 'from tinydep';`,
-		"node_modules/tinydep/package.json": `{"name":"tinydep","version":"1.0.0","main":"index.js"}`,
-	},
+	s := startNode(t, map[string]string{"handler.js": nodeHandler},
 		"FUNC_NAME=fn-test", "SERVICE_NAMESPACE=ns-test", "FUNC_RUNTIME=nodejs20", "FUNC_TIMEOUT=1", "REQ_MB_LIMIT=2",
 		"PUBLISHER_PROXY_ADDRESS="+p.URL+"/publish", "KYMA_INTERNAL_LOGGER_ENABLED=true")
 
@@ -486,6 +591,81 @@ func TestNodejs(t *testing.T) {
 	t.Run("access log", func(t *testing.T) {
 		require.Contains(t, s.stdout.String(), "GET /string 200")
 	})
+}
+
+// expressHandler uses what Express gives a handler written for Kyma: the
+// request's query, params, get(), body and path, the response's status(),
+// send(), json() and set().
+const expressHandler = `
+const path = require('node:path');
+
+module.exports = {
+  main(event) {
+    const req = event.extensions.request;
+    const res = event.extensions.response;
+    switch (req.path) {
+      case '/hello':
+        return 'Hello ' + req.query.name + '!';
+      case '/send':
+        res.status(202).send('accepted ' + req.get('X-Test'));
+        return;
+      case '/not-found':
+        res.status(404).set('X-Reason', 'none').json({ error: 'no ' + req.query.id });
+        return 'ignored: the response has ended';
+      case '/resolve':
+        // the runtime's Express, found from function/ by Node's parent lookup
+        return path.relative(path.dirname(__dirname), require.resolve('express'));
+      default:
+        res.json({
+          method: req.method, path: req.path, query: req.query, params: req.params,
+          header: req.get('x-test'), isJSON: req.is('application/json'), body: req.body,
+          data: event.data, hostname: req.hostname, protocol: req.protocol,
+        });
+    }
+  },
+};
+`
+
+// expressCases hold the Express API handlers use to the runtime: the
+// handler is mounted on Express 5's "*path" as in Kyma's server, so
+// params.path is the path's segments.
+func expressCases() []testCase {
+	return []testCase{
+		{name: "query.name answered", req: request{path: "/hello?name=Kyma"}, status: 200, body: "Hello Kyma!"},
+		{
+			name: "query, params, get(), is(), body through req",
+			req: request{method: http.MethodPost, path: "/echo/a/b?x=1&tag=p&tag=q", body: `{"n":7}`,
+				header: map[string]string{"Content-Type": "application/json", "X-Test": "abc"}},
+			status: 200,
+			json: `{"method":"POST","path":"/echo/a/b","query":{"x":"1","tag":["p","q"]},"params":{"path":["","echo","a","b"]},
+				"header":"abc","isJSON":"application/json","body":{"n":7},"data":{"n":7},"hostname":"127.0.0.1","protocol":"http"}`,
+			header: map[string]string{"Content-Type": "application/json", "Access-Control-Allow-Origin": "*", "X-Powered-By": "Express"},
+		},
+		{
+			name: "params of the root path", req: request{path: "/"}, status: 200,
+			json: `{"method":"GET","path":"/","query":{},"params":{"path":["",""]},"isJSON":null,"hostname":"127.0.0.1","protocol":"http"}`,
+		},
+		{
+			name: "status().send()", req: request{path: "/send", header: map[string]string{"X-Test": "yes"}},
+			status: 202, body: "accepted yes", header: map[string]string{"Content-Type": "text/html"},
+		},
+		{
+			name: "status().set().json() wins over the return value", req: request{path: "/not-found?id=7"},
+			status: 404, json: `{"error":"no 7"}`, header: map[string]string{"X-Reason": "none", "Content-Type": "application/json"},
+		},
+		{name: "Express resolves from the server's node_modules", req: request{path: "/resolve"}, status: 200, body: "node_modules/express/index.js"},
+	}
+}
+
+// TestNodejsExpress runs a handler written against Express's request and
+// response in both modes.
+func TestNodejsExpress(t *testing.T) {
+	for _, mode := range nodeModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			startNodeMode(t, mode, map[string]string{"handler.js": expressHandler})
+			runCases(t, expressCases())
+		})
+	}
 }
 
 func TestNodejsMissingMain(t *testing.T) {
