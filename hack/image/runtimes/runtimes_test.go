@@ -700,8 +700,26 @@ def main(event, context):
     if path == '/context':
         return dict(context)
     if path == '/request':
-        return {'method': req.method, 'path': req.path, 'query': req.query, 'header': req.headers['X-Test'],
-                'body': req.body.decode(), 'has_data': 'data' in event}
+        return {'method': req.method, 'path': req.path, 'query': dict(req.query), 'header': req.headers['X-Test'],
+                'body': req.body.read().decode(), 'has_data': 'data' in event}
+    if path == '/hello':
+        return 'Hello ' + req.query.name + '!'
+    if path.startswith('/bottle'):
+        return {
+            'query_item': req.query['x'], 'query_attr': req.query.x, 'query_missing': req.query.nothing,
+            'query_all': req.query.getall('tag'), 'query_get': req.query.get('tag'), 'query_int': req.query.get('x', type=int),
+            'query_utf8': req.query.name, 'query_string': req.query_string,
+            'params': dict(req.params), 'forms': dict(req.forms.decode()),
+            'files': {k: [f.filename, f.content_type, f.file.read().decode()] for k, f in req.files.items()},
+            'json': req.json, 'body_twice': [req.body.read().decode(), req.body.read().decode()],
+            'url': req.url, 'path': req.path, 'fullpath': req.fullpath,
+            'get_header': req.get_header('x-test'), 'header_missing': req.get_header('x-none', 'dflt'),
+            'header_names': sorted(k for k in req.headers if k.startswith('X-')),
+            'content_type': req.content_type, 'content_length': req.content_length,
+            'cookie': req.get_cookie('session'), 'cookies': dict(req.cookies),
+            'remote_addr': req.remote_addr, 'is_xhr': req.is_xhr, 'auth': req.auth,
+            'environ': req['REQUEST_METHOD'], 'method': req.method,
+        }
     if path == '/ce':
         return {'type': event['ce-type'], 'source': event['ce-source'], 'specversion': event['ce-specversion'],
                 'id': event['ce-id'], 'eventtypeversion': event['ce-eventtypeversion'], 'data': event['data']}
@@ -716,6 +734,19 @@ def main(event, context):
         return None
     return 'default'
 `
+
+// multipartBody is a form with a field and a file.
+const multipartBody = "--XX\r\n" +
+	"Content-Disposition: form-data; name=\"field\"\r\n\r\nvalue\r\n--XX\r\n" +
+	"Content-Disposition: form-data; name=\"upload\"; filename=\"dir/a.txt\"\r\nContent-Type: text/plain\r\n\r\nfile text\r\n--XX--\r\n"
+
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func TestPython(t *testing.T) {
 	p := newPublisher(t)
@@ -750,6 +781,53 @@ func TestPython(t *testing.T) {
 				header: map[string]string{"Content-Type": "text/plain", "X-Test": "abc"}},
 			status: 200,
 			json:   `{"method":"POST","path":"/request","query":{"x":"1","y":"two"},"header":"abc","body":"raw text","has_data":false}`,
+		},
+		{name: "query.name answered", req: request{path: "/hello?name=Kyma"}, status: 200, body: "Hello Kyma!"},
+		{
+			name: "Bottle request: query, JSON body, headers, URL, cookies, auth",
+			req: request{method: http.MethodPost, path: "/bottle/a%20b?x=1&tag=p&tag=q&name=J%C3%BCrgen", body: `{"n":7}`,
+				header: map[string]string{"Content-Type": "application/json", "X-Test": "abc", "X-Requested-With": "XMLHttpRequest",
+					"Cookie": "session=s1; theme=dark", "Authorization": "Basic dXNlcjpwdw=="}},
+			status: 200,
+			json: `{"query_item":"1","query_attr":"1","query_missing":"","query_all":["p","q"],"query_get":"q","query_int":1,
+				"query_utf8":"Jürgen","query_string":"x=1&tag=p&tag=q&name=J%C3%BCrgen",
+				"params":{"x":"1","tag":"q","name":"JÃ¼rgen","{\"n\":7}":""},"forms":{"{\"n\":7}":""},"files":{},
+				"json":{"n":7},"body_twice":["{\"n\":7}","{\"n\":7}"],
+				"url":"http://127.0.0.1:8080/bottle/a%20b?x=1&tag=p&tag=q&name=J%C3%BCrgen","path":"/bottle/a b","fullpath":"/bottle/a b",
+				"get_header":"abc","header_missing":"dflt","header_names":["X-Requested-With","X-Test"],
+				"content_type":"application/json","content_length":7,"cookie":"s1","cookies":{"session":"s1","theme":"dark"},
+				"remote_addr":"127.0.0.1","is_xhr":true,"auth":["user","pw"],"environ":"POST","method":"POST"}`,
+		},
+		{
+			name: "Bottle request: urlencoded form in forms and params",
+			req: request{method: http.MethodPatch, path: "/bottle?x=2", body: "f=1&g=J%C3%BCrgen+K",
+				header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
+			status: 200,
+			json: `{"query_item":"2","query_attr":"2","query_missing":"","query_all":[],"query_get":null,"query_int":2,
+				"query_utf8":"","query_string":"x=2","params":{"x":"2","f":"1","g":"JÃ¼rgen K"},"forms":{"f":"1","g":"Jürgen K"},"files":{},
+				"json":null,"body_twice":["f=1&g=J%C3%BCrgen+K","f=1&g=J%C3%BCrgen+K"],
+				"url":"http://127.0.0.1:8080/bottle?x=2","path":"/bottle","fullpath":"/bottle",
+				"get_header":null,"header_missing":"dflt","header_names":[],
+				"content_type":"application/x-www-form-urlencoded","content_length":19,"cookie":null,"cookies":{},
+				"remote_addr":"127.0.0.1","is_xhr":false,"auth":null,"environ":"PATCH","method":"PATCH"}`,
+		},
+		{
+			name: "Bottle request: multipart fields in forms, uploads in files",
+			req: request{method: http.MethodPost, path: "/bottle?x=3", body: multipartBody,
+				header: map[string]string{"Content-Type": "multipart/form-data; boundary=XX"}},
+			status: 200,
+			json: fmt.Sprintf(`{"query_item":"3","query_attr":"3","query_missing":"","query_all":[],"query_get":null,"query_int":3,
+				"query_utf8":"","query_string":"x=3","params":{"x":"3","field":"value"},"forms":{"field":"value"},
+				"files":{"upload":["a.txt","text/plain","file text"]},"json":null,"body_twice":[%[1]s,%[1]s],
+				"url":"http://127.0.0.1:8080/bottle?x=3","path":"/bottle","fullpath":"/bottle",
+				"get_header":null,"header_missing":"dflt","header_names":[],
+				"content_type":"multipart/form-data; boundary=xx","content_length":183,"cookie":null,"cookies":{},
+				"remote_addr":"127.0.0.1","is_xhr":false,"auth":null,"environ":"POST","method":"POST"}`, jsonString(multipartBody)),
+		},
+		{
+			name:   "request.json of a body that is no JSON is 400",
+			req:    request{method: http.MethodPost, path: "/bottle?x=4", body: "{", header: map[string]string{"Content-Type": "application/json-rpc"}},
+			status: 400, body: "Invalid JSON",
 		},
 		{name: "PUT is 405", req: request{method: http.MethodPut, path: "/string"}, status: 405},
 		{name: "OPTIONS is 405", req: request{method: http.MethodOptions, path: "/string"}, status: 405},
