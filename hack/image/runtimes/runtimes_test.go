@@ -545,6 +545,16 @@ func TestNodejs(t *testing.T) {
 			status: 200, json: `{"x":"1","y":"two"}`,
 		},
 		{
+			name:   "form keys with brackets give nested objects",
+			req:    request{method: http.MethodPost, path: "/echo", body: "a[b]=1&a[c]=2", header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
+			status: 200, json: `{"a":{"b":"1","c":"2"}}`,
+		},
+		{
+			name:   "any JSON value is parsed, not only objects",
+			req:    request{method: http.MethodPost, path: "/echo", body: `"just a string"`, header: map[string]string{"Content-Type": "application/json"}},
+			status: 200, body: "just a string",
+		},
+		{
 			name:   "bad JSON is 400",
 			req:    request{method: http.MethodPost, path: "/echo", body: `{"a":`, header: map[string]string{"Content-Type": "application/json"}},
 			status: 400,
@@ -708,7 +718,7 @@ def main(event, context):
         return {
             'query_item': req.query['x'], 'query_attr': req.query.x, 'query_missing': req.query.nothing,
             'query_all': req.query.getall('tag'), 'query_get': req.query.get('tag'), 'query_int': req.query.get('x', type=int),
-            'query_utf8': req.query.name, 'query_string': req.query_string,
+            'query_utf8': req.query.name, 'query_string': req.query_string, 'form_attr': req.forms.field,
             'params': dict(req.params), 'forms': dict(req.forms.decode()),
             'files': {k: [f.filename, f.content_type, f.file.read().decode()] for k, f in req.files.items()},
             'json': req.json, 'body_twice': [req.body.read().decode(), req.body.read().decode()],
@@ -737,7 +747,7 @@ def main(event, context):
 
 // multipartBody is a form with a field and a file.
 const multipartBody = "--XX\r\n" +
-	"Content-Disposition: form-data; name=\"field\"\r\n\r\nvalue\r\n--XX\r\n" +
+	"Content-Disposition: form-data; name=\"field\"\r\n\r\nvälue\r\n--XX\r\n" +
 	"Content-Disposition: form-data; name=\"upload\"; filename=\"dir/a.txt\"\r\nContent-Type: text/plain\r\n\r\nfile text\r\n--XX--\r\n"
 
 func jsonString(s string) string {
@@ -790,7 +800,7 @@ func TestPython(t *testing.T) {
 					"Cookie": "session=s1; theme=dark", "Authorization": "Basic dXNlcjpwdw=="}},
 			status: 200,
 			json: `{"query_item":"1","query_attr":"1","query_missing":"","query_all":["p","q"],"query_get":"q","query_int":1,
-				"query_utf8":"Jürgen","query_string":"x=1&tag=p&tag=q&name=J%C3%BCrgen",
+				"query_utf8":"Jürgen","query_string":"x=1&tag=p&tag=q&name=J%C3%BCrgen","form_attr":"",
 				"params":{"x":"1","tag":"q","name":"JÃ¼rgen","{\"n\":7}":""},"forms":{"{\"n\":7}":""},"files":{},
 				"json":{"n":7},"body_twice":["{\"n\":7}","{\"n\":7}"],
 				"url":"http://127.0.0.1:8080/bottle/a%20b?x=1&tag=p&tag=q&name=J%C3%BCrgen","path":"/bottle/a b","fullpath":"/bottle/a b",
@@ -804,7 +814,7 @@ func TestPython(t *testing.T) {
 				header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
 			status: 200,
 			json: `{"query_item":"2","query_attr":"2","query_missing":"","query_all":[],"query_get":null,"query_int":2,
-				"query_utf8":"","query_string":"x=2","params":{"x":"2","f":"1","g":"JÃ¼rgen K"},"forms":{"f":"1","g":"Jürgen K"},"files":{},
+				"query_utf8":"","query_string":"x=2","form_attr":"","params":{"x":"2","f":"1","g":"JÃ¼rgen K"},"forms":{"f":"1","g":"Jürgen K"},"files":{},
 				"json":null,"body_twice":["f=1&g=J%C3%BCrgen+K","f=1&g=J%C3%BCrgen+K"],
 				"url":"http://127.0.0.1:8080/bottle?x=2","path":"/bottle","fullpath":"/bottle",
 				"get_header":null,"header_missing":"dflt","header_names":[],
@@ -817,11 +827,11 @@ func TestPython(t *testing.T) {
 				header: map[string]string{"Content-Type": "multipart/form-data; boundary=XX"}},
 			status: 200,
 			json: fmt.Sprintf(`{"query_item":"3","query_attr":"3","query_missing":"","query_all":[],"query_get":null,"query_int":3,
-				"query_utf8":"","query_string":"x=3","params":{"x":"3","field":"value"},"forms":{"field":"value"},
+				"query_utf8":"","query_string":"x=3","form_attr":"välue","params":{"x":"3","field":"välue"},"forms":{"field":"välue"},
 				"files":{"upload":["a.txt","text/plain","file text"]},"json":null,"body_twice":[%[1]s,%[1]s],
 				"url":"http://127.0.0.1:8080/bottle?x=3","path":"/bottle","fullpath":"/bottle",
 				"get_header":null,"header_missing":"dflt","header_names":[],
-				"content_type":"multipart/form-data; boundary=xx","content_length":183,"cookie":null,"cookies":{},
+				"content_type":"multipart/form-data; boundary=xx","content_length":184,"cookie":null,"cookies":{},
 				"remote_addr":"127.0.0.1","is_xhr":false,"auth":null,"environ":"POST","method":"POST"}`, jsonString(multipartBody)),
 		},
 		{

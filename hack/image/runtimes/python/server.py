@@ -422,16 +422,20 @@ class Request:
 
     GET = query
 
+    def _post_part(self, files):
+        # a multipart form's fields are decoded already: no recoding
+        part = FormsDict((k, v) for k, v in self.POST.allitems() if isinstance(v, FileUpload) == files)
+        part.recode_unicode = self.POST.recode_unicode
+        return part
+
     @property
     def forms(self):
         """The fields of a form body (urlencoded or multipart), files apart."""
-        return self._cached('bottle.request.forms', lambda: FormsDict(
-            (k, v) for k, v in self.POST.allitems() if not isinstance(v, FileUpload)))
+        return self._cached('bottle.request.forms', lambda: self._post_part(files=False))
 
     @property
     def files(self):
-        return self._cached('bottle.request.files', lambda: FormsDict(
-            (k, v) for k, v in self.POST.allitems() if isinstance(v, FileUpload)))
+        return self._cached('bottle.request.files', lambda: self._post_part(files=True))
 
     @property
     def params(self):
