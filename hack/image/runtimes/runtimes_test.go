@@ -1,6 +1,7 @@
 package runtimes
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -20,9 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
@@ -892,4 +895,60 @@ func TestPythonModNameServer(t *testing.T) {
 
 func TestPythonSIGTERM(t *testing.T) {
 	testSIGTERM(t, startPython(t, "def main(event, context):\n    return 'ok'\n"))
+}
+
+// The nodejs22 image as operator/pkg/localimage builds it: every package of
+// the server's package-lock.json is in /usr/src/app/node_modules, and the
+// server taken from the unpacked image, run by the image's own node,
+// serves the Express handler.
+func TestNodejsImage(t *testing.T) {
+	root, err := repo.Root()
+	require.NoError(t, err)
+	b := localimage.Builder{Root: root, Cache: filepath.Join(root, "bin", "cache")}
+	img, err := b.Build(t.Context(), localimage.RuntimeImage("nodejs22"))
+	require.NoError(t, err)
+	files, err := ociimage.Files(img)
+	require.NoError(t, err)
+
+	data, err := os.ReadFile(filepath.Join("nodejs", "package-lock.json"))
+	require.NoError(t, err)
+	var lock struct {
+		Packages map[string]struct{ Version string } `json:"packages"`
+	}
+	require.NoError(t, json.Unmarshal(data, &lock))
+	require.Contains(t, lock.Packages, "node_modules/express")
+	for name, pkg := range lock.Packages {
+		if name == "" {
+			continue // the server itself
+		}
+		f, ok := files["usr/src/app/"+name+"/package.json"]
+		if !assert.True(t, ok, "%s is in the image", name) {
+			continue
+		}
+		var manifest struct{ Version string }
+		require.NoError(t, json.Unmarshal(f.Data, &manifest), name)
+		assert.Equal(t, pkg.Version, manifest.Version, name)
+	}
+
+	// The server's tree and node, the rest (busybox's links) is not needed.
+	unpacked := t.TempDir()
+	for name, f := range files {
+		if !strings.HasPrefix(name, "usr/src/app/") && name != "usr/local/bin/node" {
+			continue
+		}
+		target := filepath.Join(unpacked, filepath.FromSlash(name))
+		switch f.Header.Typeflag {
+		case tar.TypeDir:
+			require.NoError(t, os.MkdirAll(target, 0o755))
+		case tar.TypeReg:
+			require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
+			require.NoError(t, os.WriteFile(target, f.Data, fs.FileMode(f.Header.Mode).Perm()))
+		default:
+			t.Fatalf("%s: a %c, not a file or directory", name, f.Header.Typeflag)
+		}
+	}
+	app := filepath.Join(unpacked, "usr", "src", "app")
+	writeFiles(t, app, map[string]string{"function/handler.js": expressHandler})
+	start(t, app, []string{"HANDLER_PATH=./function/handler.js"}, filepath.Join(unpacked, "usr", "local", "bin", "node"), "server.mjs")
+	runCases(t, expressCases())
 }
