@@ -14,7 +14,6 @@ const PORT = 8080;
 const env = process.env;
 const timeoutSec = Number(env.FUNC_TIMEOUT) > 0 ? Number(env.FUNC_TIMEOUT) : 180;
 const mbLimit = Number(env.REQ_MB_LIMIT) > 0 ? Number(env.REQ_MB_LIMIT) : 1;
-const bodyLimit = mbLimit * 1024 * 1024;
 const accessLog = Boolean(env.KYMA_INTERNAL_LOGGER_ENABLED);
 
 const context = {
