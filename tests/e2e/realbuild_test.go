@@ -206,7 +206,8 @@ func TestRealBuildsWithNpmDependencies(t *testing.T) {
 	})
 	_, files := b.image(first)
 	for _, path := range []string{"usr/src/app/function/handler.js", "usr/src/app/function/package.json",
-		"usr/src/app/function/node_modules/is-number/package.json", "usr/src/app/server.mjs"} {
+		"usr/src/app/function/node_modules/is-number/package.json", "usr/src/app/server.mjs",
+		"usr/src/app/node_modules/express/package.json"} {
 		assert.Contains(t, files, path)
 	}
 	b.cluster.WaitForAnswer(t, time.Minute, fnNS, "first", "/", func(body string) bool {

@@ -1,10 +1,12 @@
 package runtimes
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +21,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
 // The port is fixed (docs/contributor/runtime-contract.md#process), so servers
@@ -97,16 +104,23 @@ func launch(t *testing.T, dir string, env []string, name string, args ...string)
 	s.cmd.Dir = dir
 	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
+	// Its own process group: a server started through sh and npm is a
+	// child's child, and the cleanup must stop it too.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, s.cmd.Start())
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		group := -s.cmd.Process.Pid
+		_ = syscall.Kill(group, syscall.SIGTERM)
 		select {
 		case <-s.exited:
 		case <-time.After(3 * time.Second):
-			_ = s.cmd.Process.Kill()
+			_ = syscall.Kill(group, syscall.SIGKILL)
 			<-s.exited
 		}
+		// The group's other members (npm's child) end with it; kill what
+		// is left so the port is free for the next server.
+		_ = syscall.Kill(group, syscall.SIGKILL)
 	})
 	return s
 }
@@ -115,7 +129,9 @@ func launch(t *testing.T, dir string, env []string, name string, args ...string)
 func start(t *testing.T, dir string, env []string, name string, args ...string) *server {
 	t.Helper()
 	s := launch(t, dir, env, name, args...)
-	deadline := time.Now().Add(10 * time.Second)
+	// buildless mode runs npm install and npm start first
+	const wait = 30 * time.Second
+	deadline := time.Now().Add(wait)
 	last := "nothing"
 	for time.Now().Before(deadline) {
 		select {
@@ -136,7 +152,7 @@ func start(t *testing.T, dir string, env []string, name string, args ...string) 
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	t.Fatalf("/healthz not OK within 10s, last seen: %s; stderr:\n%s", last, s.stderr.tail())
+	t.Fatalf("/healthz not OK within %s, last seen: %s; stderr:\n%s", wait, last, s.stderr.tail())
 	return nil
 }
 
@@ -149,22 +165,119 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-// startNode copies the Node server next to a function/ directory holding
-// the given files, as the image lays them out, and starts it.
+// nodeMode is how a Node.js Function's Pod starts the runtime server.
+type nodeMode struct {
+	name string
+	// function are the files of function/ besides handler.js.
+	function map[string]string
+	// command and its arguments, run in dir (the server's directory) or
+	// in its function/.
+	command    []string
+	inFunction bool
+}
+
+// nodeModes are build mode (the image holds the Function's code and its
+// installed dependencies in function/, the image's command starts the
+// server in /usr/src/app) and buildless mode (the Pod writes handler.js
+// and package.json into function/, its mounted volume and working
+// directory, installs the dependencies there, and starts the server with
+// `cd ..; npm start`).
+func nodeModes() []nodeMode {
+	return []nodeMode{
+		{
+			name: "build",
+			function: map[string]string{
+				"package.json":                      `{"name":"fn","version":"1.0.0","dependencies":{"tinydep":"1.0.0"}}`,
+				"node_modules/tinydep/index.js":     `module.exports = () => 'from tinydep';`,
+				"node_modules/tinydep/package.json": `{"name":"tinydep","version":"1.0.0","main":"index.js"}`,
+			},
+			command: []string{"node", "server.mjs"},
+		},
+		{
+			name:       "buildless",
+			function:   map[string]string{"package.json": `{"name":"fn","version":"1.0.0","dependencies":{}}`},
+			command:    []string{"sh", "-c", "npm install --prefer-offline --no-audit --progress=false --no-fund && cd .. && exec npm start"},
+			inFunction: true,
+		},
+	}
+}
+
+// serverModules is the runtime server's node_modules as the image build
+// installs it (from package-lock.json, kept in the repository's bin/cache).
+func serverModules(t *testing.T) string {
+	t.Helper()
+	root, err := repo.Root()
+	require.NoError(t, err)
+	dir, err := localimage.NodeServerModules(t.Context(), "nodejs", filepath.Join(root, "bin", "cache"))
+	require.NoError(t, err, "the runtime server's dependencies come from the npm registry")
+	return dir
+}
+
+// copyTree copies the files below src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		default:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, data, info.Mode().Perm())
+		}
+	}))
+}
+
+// startNode lays the Node server out as the image does (server.mjs, its
+// package files and node_modules in a directory, the Function's files in
+// its function/) and starts it in build mode.
 func startNode(t *testing.T, function map[string]string, env ...string) *server {
 	t.Helper()
+	return startNodeMode(t, nodeModes()[0], function, env...)
+}
+
+func startNodeMode(t *testing.T, mode nodeMode, function map[string]string, env ...string) *server {
+	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"server.mjs", "package.json"} {
+	for _, name := range []string{"server.mjs", "package.json", "package-lock.json"} {
 		b, err := os.ReadFile(filepath.Join("nodejs", name))
 		require.NoError(t, err)
 		writeFiles(t, dir, map[string]string{name: string(b)})
 	}
+	copyTree(t, serverModules(t), filepath.Join(dir, "node_modules"))
 	files := map[string]string{}
+	for name, content := range mode.function {
+		files[filepath.Join("function", name)] = content
+	}
 	for name, content := range function {
 		files[filepath.Join("function", name)] = content
 	}
 	writeFiles(t, dir, files)
-	return start(t, dir, append(env, "HANDLER_PATH=./function/handler.js"), "node", "server.mjs")
+	workDir := dir
+	if mode.inFunction {
+		workDir = filepath.Join(dir, "function")
+	}
+	return start(t, workDir, append(env, "HANDLER_PATH=./function/handler.js"), mode.command[0], mode.command[1:]...)
 }
 
 func pythonEnv(t *testing.T, handler string, env ...string) (string, []string) {
@@ -412,12 +525,7 @@ module.exports = {
 
 func TestNodejs(t *testing.T) {
 	p := newPublisher(t)
-	s := startNode(t, map[string]string{
-		"handler.js":                        nodeHandler,
-		"package.json":                      `{"name":"fn","version":"1.0.0","dependencies":{"tinydep":"1.0.0"}}`,
-		"node_modules/tinydep/index.js":     `module.exports = () => 'from tinydep';`,
-		"node_modules/tinydep/package.json": `{"name":"tinydep","version":"1.0.0","main":"index.js"}`,
-	},
+	s := startNode(t, map[string]string{"handler.js": nodeHandler},
 		"FUNC_NAME=fn-test", "SERVICE_NAMESPACE=ns-test", "FUNC_RUNTIME=nodejs20", "FUNC_TIMEOUT=1", "REQ_MB_LIMIT=2",
 		"PUBLISHER_PROXY_ADDRESS="+p.URL+"/publish", "KYMA_INTERNAL_LOGGER_ENABLED=true")
 
@@ -439,6 +547,16 @@ func TestNodejs(t *testing.T) {
 			name:   "form body parsed into an object",
 			req:    request{method: http.MethodPost, path: "/echo", body: "x=1&y=two", header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
 			status: 200, json: `{"x":"1","y":"two"}`,
+		},
+		{
+			name:   "form keys with brackets give nested objects",
+			req:    request{method: http.MethodPost, path: "/echo", body: "a[b]=1&a[c]=2", header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
+			status: 200, json: `{"a":{"b":"1","c":"2"}}`,
+		},
+		{
+			name:   "any JSON value is parsed, not only objects",
+			req:    request{method: http.MethodPost, path: "/echo", body: `"just a string"`, header: map[string]string{"Content-Type": "application/json"}},
+			status: 200, body: "just a string",
 		},
 		{
 			name:   "bad JSON is 400",
@@ -489,6 +607,81 @@ func TestNodejs(t *testing.T) {
 	})
 }
 
+// expressHandler uses what Express gives a handler written for Kyma: the
+// request's query, params, get(), body and path, the response's status(),
+// send(), json() and set().
+const expressHandler = `
+const path = require('node:path');
+
+module.exports = {
+  main(event) {
+    const req = event.extensions.request;
+    const res = event.extensions.response;
+    switch (req.path) {
+      case '/hello':
+        return 'Hello ' + req.query.name + '!';
+      case '/send':
+        res.status(202).send('accepted ' + req.get('X-Test'));
+        return;
+      case '/not-found':
+        res.status(404).set('X-Reason', 'none').json({ error: 'no ' + req.query.id });
+        return 'ignored: the response has ended';
+      case '/resolve':
+        // the runtime's Express, found from function/ by Node's parent lookup
+        return path.relative(path.dirname(__dirname), require.resolve('express'));
+      default:
+        res.json({
+          method: req.method, path: req.path, query: req.query, params: req.params,
+          header: req.get('x-test'), isJSON: req.is('application/json'), body: req.body,
+          data: event.data, hostname: req.hostname, protocol: req.protocol,
+        });
+    }
+  },
+};
+`
+
+// expressCases hold the Express API handlers use to the runtime: the
+// handler is mounted on Express 5's "*path" as in Kyma's server, so
+// params.path is the path's segments.
+func expressCases() []testCase {
+	return []testCase{
+		{name: "query.name answered", req: request{path: "/hello?name=Kyma"}, status: 200, body: "Hello Kyma!"},
+		{
+			name: "query, params, get(), is(), body through req",
+			req: request{method: http.MethodPost, path: "/echo/a/b?x=1&tag=p&tag=q", body: `{"n":7}`,
+				header: map[string]string{"Content-Type": "application/json", "X-Test": "abc"}},
+			status: 200,
+			json: `{"method":"POST","path":"/echo/a/b","query":{"x":"1","tag":["p","q"]},"params":{"path":["","echo","a","b"]},
+				"header":"abc","isJSON":"application/json","body":{"n":7},"data":{"n":7},"hostname":"127.0.0.1","protocol":"http"}`,
+			header: map[string]string{"Content-Type": "application/json", "Access-Control-Allow-Origin": "*", "X-Powered-By": "Express"},
+		},
+		{
+			name: "params of the root path", req: request{path: "/"}, status: 200,
+			json: `{"method":"GET","path":"/","query":{},"params":{"path":["",""]},"isJSON":null,"hostname":"127.0.0.1","protocol":"http"}`,
+		},
+		{
+			name: "status().send()", req: request{path: "/send", header: map[string]string{"X-Test": "yes"}},
+			status: 202, body: "accepted yes", header: map[string]string{"Content-Type": "text/html"},
+		},
+		{
+			name: "status().set().json() wins over the return value", req: request{path: "/not-found?id=7"},
+			status: 404, json: `{"error":"no 7"}`, header: map[string]string{"X-Reason": "none", "Content-Type": "application/json"},
+		},
+		{name: "Express resolves from the server's node_modules", req: request{path: "/resolve"}, status: 200, body: "node_modules/express/index.js"},
+	}
+}
+
+// TestNodejsExpress runs a handler written against Express's request and
+// response in both modes.
+func TestNodejsExpress(t *testing.T) {
+	for _, mode := range nodeModes() {
+		t.Run(mode.name, func(t *testing.T) {
+			startNodeMode(t, mode, map[string]string{"handler.js": expressHandler})
+			runCases(t, expressCases())
+		})
+	}
+}
+
 func TestNodejsMissingMain(t *testing.T) {
 	s := startNode(t, map[string]string{"handler.js": `module.exports = { other: () => 'x' };`})
 	runCases(t, []testCase{
@@ -521,8 +714,26 @@ def main(event, context):
     if path == '/context':
         return dict(context)
     if path == '/request':
-        return {'method': req.method, 'path': req.path, 'query': req.query, 'header': req.headers['X-Test'],
-                'body': req.body.decode(), 'has_data': 'data' in event}
+        return {'method': req.method, 'path': req.path, 'query': dict(req.query), 'header': req.headers['X-Test'],
+                'body': req.body.read().decode(), 'has_data': 'data' in event}
+    if path == '/hello':
+        return 'Hello ' + req.query.name + '!'
+    if path.startswith('/bottle'):
+        return {
+            'query_item': req.query['x'], 'query_attr': req.query.x, 'query_missing': req.query.nothing,
+            'query_all': req.query.getall('tag'), 'query_get': req.query.get('tag'), 'query_int': req.query.get('x', type=int),
+            'query_utf8': req.query.name, 'query_string': req.query_string, 'form_attr': req.forms.field,
+            'params': dict(req.params), 'forms': dict(req.forms.decode()),
+            'files': {k: [f.filename, f.content_type, f.file.read().decode()] for k, f in req.files.items()},
+            'json': req.json, 'body_twice': [req.body.read().decode(), req.body.read().decode()],
+            'url': req.url, 'path': req.path, 'fullpath': req.fullpath,
+            'get_header': req.get_header('x-test'), 'header_missing': req.get_header('x-none', 'dflt'),
+            'header_names': sorted(k for k in req.headers if k.startswith('X-')),
+            'content_type': req.content_type, 'content_length': req.content_length,
+            'cookie': req.get_cookie('session'), 'cookies': dict(req.cookies),
+            'remote_addr': req.remote_addr, 'is_xhr': req.is_xhr, 'auth': req.auth,
+            'environ': req['REQUEST_METHOD'], 'method': req.method,
+        }
     if path == '/ce':
         return {'type': event['ce-type'], 'source': event['ce-source'], 'specversion': event['ce-specversion'],
                 'id': event['ce-id'], 'eventtypeversion': event['ce-eventtypeversion'], 'data': event['data']}
@@ -537,6 +748,19 @@ def main(event, context):
         return None
     return 'default'
 `
+
+// multipartBody is a form with a field and a file.
+const multipartBody = "--XX\r\n" +
+	"Content-Disposition: form-data; name=\"field\"\r\n\r\nvälue\r\n--XX\r\n" +
+	"Content-Disposition: form-data; name=\"upload\"; filename=\"dir/a.txt\"\r\nContent-Type: text/plain\r\n\r\nfile text\r\n--XX--\r\n"
+
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func TestPython(t *testing.T) {
 	p := newPublisher(t)
@@ -571,6 +795,53 @@ func TestPython(t *testing.T) {
 				header: map[string]string{"Content-Type": "text/plain", "X-Test": "abc"}},
 			status: 200,
 			json:   `{"method":"POST","path":"/request","query":{"x":"1","y":"two"},"header":"abc","body":"raw text","has_data":false}`,
+		},
+		{name: "query.name answered", req: request{path: "/hello?name=Kyma"}, status: 200, body: "Hello Kyma!"},
+		{
+			name: "Bottle request: query, JSON body, headers, URL, cookies, auth",
+			req: request{method: http.MethodPost, path: "/bottle/a%20b?x=1&tag=p&tag=q&name=J%C3%BCrgen", body: `{"n":7}`,
+				header: map[string]string{"Content-Type": "application/json", "X-Test": "abc", "X-Requested-With": "XMLHttpRequest",
+					"Cookie": "session=s1; theme=dark", "Authorization": "Basic dXNlcjpwdw=="}},
+			status: 200,
+			json: `{"query_item":"1","query_attr":"1","query_missing":"","query_all":["p","q"],"query_get":"q","query_int":1,
+				"query_utf8":"Jürgen","query_string":"x=1&tag=p&tag=q&name=J%C3%BCrgen","form_attr":"",
+				"params":{"x":"1","tag":"q","name":"JÃ¼rgen","{\"n\":7}":""},"forms":{"{\"n\":7}":""},"files":{},
+				"json":{"n":7},"body_twice":["{\"n\":7}","{\"n\":7}"],
+				"url":"http://127.0.0.1:8080/bottle/a%20b?x=1&tag=p&tag=q&name=J%C3%BCrgen","path":"/bottle/a b","fullpath":"/bottle/a b",
+				"get_header":"abc","header_missing":"dflt","header_names":["X-Requested-With","X-Test"],
+				"content_type":"application/json","content_length":7,"cookie":"s1","cookies":{"session":"s1","theme":"dark"},
+				"remote_addr":"127.0.0.1","is_xhr":true,"auth":["user","pw"],"environ":"POST","method":"POST"}`,
+		},
+		{
+			name: "Bottle request: urlencoded form in forms and params",
+			req: request{method: http.MethodPatch, path: "/bottle?x=2", body: "f=1&g=J%C3%BCrgen+K",
+				header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
+			status: 200,
+			json: `{"query_item":"2","query_attr":"2","query_missing":"","query_all":[],"query_get":null,"query_int":2,
+				"query_utf8":"","query_string":"x=2","form_attr":"","params":{"x":"2","f":"1","g":"JÃ¼rgen K"},"forms":{"f":"1","g":"Jürgen K"},"files":{},
+				"json":null,"body_twice":["f=1&g=J%C3%BCrgen+K","f=1&g=J%C3%BCrgen+K"],
+				"url":"http://127.0.0.1:8080/bottle?x=2","path":"/bottle","fullpath":"/bottle",
+				"get_header":null,"header_missing":"dflt","header_names":[],
+				"content_type":"application/x-www-form-urlencoded","content_length":19,"cookie":null,"cookies":{},
+				"remote_addr":"127.0.0.1","is_xhr":false,"auth":null,"environ":"PATCH","method":"PATCH"}`,
+		},
+		{
+			name: "Bottle request: multipart fields in forms, uploads in files",
+			req: request{method: http.MethodPost, path: "/bottle?x=3", body: multipartBody,
+				header: map[string]string{"Content-Type": "multipart/form-data; boundary=XX"}},
+			status: 200,
+			json: fmt.Sprintf(`{"query_item":"3","query_attr":"3","query_missing":"","query_all":[],"query_get":null,"query_int":3,
+				"query_utf8":"","query_string":"x=3","form_attr":"välue","params":{"x":"3","field":"välue"},"forms":{"field":"välue"},
+				"files":{"upload":["a.txt","text/plain","file text"]},"json":null,"body_twice":[%[1]s,%[1]s],
+				"url":"http://127.0.0.1:8080/bottle?x=3","path":"/bottle","fullpath":"/bottle",
+				"get_header":null,"header_missing":"dflt","header_names":[],
+				"content_type":"multipart/form-data; boundary=xx","content_length":184,"cookie":null,"cookies":{},
+				"remote_addr":"127.0.0.1","is_xhr":false,"auth":null,"environ":"POST","method":"POST"}`, jsonString(multipartBody)),
+		},
+		{
+			name:   "request.json of a body that is no JSON is 400",
+			req:    request{method: http.MethodPost, path: "/bottle?x=4", body: "{", header: map[string]string{"Content-Type": "application/json-rpc"}},
+			status: 400, body: "Invalid JSON",
 		},
 		{name: "PUT is 405", req: request{method: http.MethodPut, path: "/string"}, status: 405},
 		{name: "OPTIONS is 405", req: request{method: http.MethodOptions, path: "/string"}, status: 405},
@@ -625,4 +896,60 @@ func TestPythonModNameServer(t *testing.T) {
 
 func TestPythonSIGTERM(t *testing.T) {
 	testSIGTERM(t, startPython(t, "def main(event, context):\n    return 'ok'\n"))
+}
+
+// The nodejs22 image as operator/pkg/localimage builds it: every package of
+// the server's package-lock.json is in /usr/src/app/node_modules, and the
+// server taken from the unpacked image, run by the image's own node,
+// serves the Express handler.
+func TestNodejsImage(t *testing.T) {
+	root, err := repo.Root()
+	require.NoError(t, err)
+	b := localimage.Builder{Root: root, Cache: filepath.Join(root, "bin", "cache")}
+	img, err := b.Build(t.Context(), localimage.RuntimeImage("nodejs22"))
+	require.NoError(t, err)
+	files, err := ociimage.Files(img)
+	require.NoError(t, err)
+
+	data, err := os.ReadFile(filepath.Join("nodejs", "package-lock.json"))
+	require.NoError(t, err)
+	var lock struct {
+		Packages map[string]struct{ Version string } `json:"packages"`
+	}
+	require.NoError(t, json.Unmarshal(data, &lock))
+	require.Contains(t, lock.Packages, "node_modules/express")
+	for name, pkg := range lock.Packages {
+		if name == "" {
+			continue // the server itself
+		}
+		f, ok := files["usr/src/app/"+name+"/package.json"]
+		if !assert.True(t, ok, "%s is in the image", name) {
+			continue
+		}
+		var manifest struct{ Version string }
+		require.NoError(t, json.Unmarshal(f.Data, &manifest), name)
+		assert.Equal(t, pkg.Version, manifest.Version, name)
+	}
+
+	// The server's tree and node, the rest (busybox's links) is not needed.
+	unpacked := t.TempDir()
+	for name, f := range files {
+		if !strings.HasPrefix(name, "usr/src/app/") && name != "usr/local/bin/node" {
+			continue
+		}
+		target := filepath.Join(unpacked, filepath.FromSlash(name))
+		switch f.Header.Typeflag {
+		case tar.TypeDir:
+			require.NoError(t, os.MkdirAll(target, 0o755))
+		case tar.TypeReg:
+			require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
+			require.NoError(t, os.WriteFile(target, f.Data, fs.FileMode(f.Header.Mode).Perm()))
+		default:
+			t.Fatalf("%s: a %c, not a file or directory", name, f.Header.Typeflag)
+		}
+	}
+	app := filepath.Join(unpacked, "usr", "src", "app")
+	writeFiles(t, app, map[string]string{"function/handler.js": expressHandler})
+	start(t, app, []string{"HANDLER_PATH=./function/handler.js"}, filepath.Join(unpacked, "usr", "local", "bin", "node"), "server.mjs")
+	runCases(t, expressCases())
 }

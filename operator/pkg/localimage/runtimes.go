@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -86,10 +88,20 @@ func (b Builder) nodejs(ctx context.Context, rt Runtime) (v1.Image, error) {
 		interpreter.symlink("usr/local/bin/"+cli, "../lib/node_modules/npm/bin/"+cli+"-cli.js")
 	}
 	app := tree{}
-	if err := app.hostDir(filepath.Join(b.Root, "hack", "image", "runtimes", "nodejs"), "usr/src/app", nil); err != nil {
+	server := NodeServerDir(b.Root)
+	if err := app.hostDir(server, "usr/src/app", func(rel string) bool { return rel == "node_modules" }); err != nil {
 		return nil, err
 	}
 	app.dir("usr/src/app/function", 0o755)
+	// The server's dependencies (Express), where Kyma's images have them:
+	// a Function's code in function/ finds them by Node's parent lookup.
+	modules, err := NodeServerModules(ctx, server, b.Cache)
+	if err != nil {
+		return nil, err
+	}
+	if err := app.hostDir(modules, "usr/src/app/node_modules", nil); err != nil {
+		return nil, err
+	}
 	return b.image(RuntimeImage(rt.Name), config{
 		// node, not `npm start`: SIGTERM reaches the server, which closes
 		// gracefully (npm would exit and leave it to be killed)
@@ -160,6 +172,73 @@ func (b Builder) python(ctx context.Context, rt Runtime) (v1.Image, error) {
 		User:       "1000",
 		Labels:     map[string]string{LabelPython: version},
 	}, base, interpreter, app)
+}
+
+// NodeServerDir is the Node.js runtime server's source in the repository
+// root: server.mjs, package.json and package-lock.json.
+func NodeServerDir(root string) string {
+	return filepath.Join(root, "hack", "image", "runtimes", "nodejs")
+}
+
+// NodeServerModules is the node_modules directory of the runtime server in
+// dir, as `npm ci` installs it from dir's package-lock.json (through this
+// machine's npm and its configuration, from the npm registry). It is kept
+// in cache under the digest of package.json and the lock file, so a
+// changed lock file installs again and an unchanged one does not.
+func NodeServerModules(ctx context.Context, dir, cache string) (string, error) {
+	h := sha256.New()
+	manifests := map[string][]byte{}
+	for _, name := range []string{"package.json", "package-lock.json"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "", fmt.Errorf("the runtime server's dependencies: %w", err)
+		}
+		manifests[name] = data
+		_, _ = fmt.Fprintf(h, "%s %d\n", name, len(data))
+		_, _ = h.Write(data)
+	}
+	target := filepath.Join(cache, "npm", "runtime-server-"+hex.EncodeToString(h.Sum(nil))[:16])
+	modules := filepath.Join(target, "node_modules")
+	if _, err := os.Stat(modules); err == nil {
+		return modules, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return "", err
+	}
+	// Installed aside and renamed into place: a build that stops half-way
+	// or runs alongside another leaves no partial directory behind.
+	tmp, err := os.MkdirTemp(filepath.Dir(target), "runtime-server-tmp-")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	for name, data := range manifests {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	// No install scripts: the image carries what the packages hold, nothing
+	// built on this machine.
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier")
+	cmd.Dir = tmp
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm ci for the runtime server in %s: %w: %s", dir, err, strings.TrimSpace(lastLines(string(out), 10)))
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		if _, statErr := os.Stat(modules); statErr == nil {
+			return modules, nil // another build was first
+		}
+		return "", err
+	}
+	return modules, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // npmPackage is the unpacked package pkg@version from the npm registry

@@ -1,18 +1,20 @@
 // Function runtime server of the local nodejs20/22/24 images. It follows the
 // runtime contract in docs/contributor/runtime-contract.md (port, routes,
-// event, context, responses) using Node's standard library only, so the images
-// build offline.
+// event, context, responses)
+// and serves the handler through Express, as Kyma's runtimes do: handlers
+// get Express's request and response (query, params, get(), status(),
+// json(), ...). Express is the image's only dependency (package-lock.json),
+// installed in /usr/src/app/node_modules when the image is built.
 import http from 'node:http';
 import path from 'node:path';
-import querystring from 'node:querystring';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import express from 'express';
 
 const PORT = 8080;
 const env = process.env;
 const timeoutSec = Number(env.FUNC_TIMEOUT) > 0 ? Number(env.FUNC_TIMEOUT) : 180;
 const mbLimit = Number(env.REQ_MB_LIMIT) > 0 ? Number(env.REQ_MB_LIMIT) : 1;
-const bodyLimit = mbLimit * 1024 * 1024;
 const accessLog = Boolean(env.KYMA_INTERNAL_LOGGER_ENABLED);
 
 const context = {
@@ -101,40 +103,8 @@ function mediaType(value) {
   return String(value || '').split(';')[0].trim().toLowerCase();
 }
 
-function readBody(req) {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (declared > bodyLimit) return reject(httpError(413, 'Payload Too Large'));
-    const chunks = [];
-    let size = 0;
-    req.on('data', (chunk) => {
-      size += chunk.length;
-      if (size > bodyLimit) {
-        req.removeAllListeners('data');
-        reject(httpError(413, 'Payload Too Large'));
-      } else chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
 function httpError(status, message) {
   return Object.assign(new Error(message), { status });
-}
-
-function parseBody(raw, type) {
-  if (raw.length === 0) return undefined;
-  if (type === 'application/json' || type === 'application/cloudevents+json') {
-    try {
-      return JSON.parse(raw.toString('utf8'));
-    } catch {
-      throw httpError(400, 'Bad Request');
-    }
-  }
-  if (type.startsWith('text/')) return raw.toString('utf8');
-  if (type === 'application/x-www-form-urlencoded') return { ...querystring.parse(raw.toString('utf8')) };
-  return raw;
 }
 
 const ceAttributes = ['type', 'source', 'specversion', 'id', 'time', 'eventtypeversion', 'datacontenttype'];
@@ -249,28 +219,19 @@ function sendValue(res, body, status, headers) {
   }
 }
 
-async function callHandler(req, res) {
+function callHandler(req, res) {
   res.setHeader('Access-Control-Allow-Origin', '*');
   if (!userMain) return sendText(res, 500, 'User function not loaded');
 
-  const timer = setTimeout(() => {
-    inc(failures, req.method);
-    sendText(res, 408, 'Request Timeout');
-  }, timeoutSec * 1000);
-  res.on('close', () => clearTimeout(timer));
-
   let event;
   try {
-    const type = mediaType(req.headers['content-type']);
-    req.body = parseBody(await readBody(req), type);
-    event = buildEvent(req, res, req.body, type);
+    event = buildEvent(req, res, req.body, mediaType(req.headers['content-type']));
   } catch (err) {
-    // The connection stays open for a rejected body: Node reads and drops
-    // what is left of it. Closing it under a client still sending would
-    // reset it, and the client would lose this answer.
+    if (!err.status) console.error(err);
     return sendText(res, err.status || 500, err.status ? err.message : 'Internal server error');
   }
 
+  res.locals.handlerCalled = true;
   inc(calls, req.method);
   const start = performance.now();
   const fail = (err) => {
@@ -305,32 +266,65 @@ function preflight(req, res) {
   res.end();
 }
 
-function route(req, res) {
-  const pathname = new URL(req.url, 'http://localhost').pathname;
-  const get = req.method === 'GET' || req.method === 'HEAD';
-  if (get && pathname === '/healthz') return sendText(res, 200, 'OK');
-  if (get && pathname === '/metrics') {
-    res.setHeader('Content-Type', 'text/plain; version=0.0.4; charset=utf-8');
-    return res.end(metricsText());
-  }
-  if (get && pathname === '/favicon.ico') {
-    res.statusCode = 204;
-    return res.end();
-  }
-  if (req.method === 'OPTIONS') return preflight(req, res);
-  return callHandler(req, res);
-}
+const app = express();
 
-const server = http.createServer((req, res) => {
-  if (accessLog) {
+if (accessLog) {
+  app.use((req, res, next) => {
     const start = performance.now();
     res.on('finish', () => {
       const ms = (performance.now() - start).toFixed(3);
-      console.log(`${req.method} ${req.url} ${res.statusCode} ${res.getHeader('Content-Length') ?? '-'} - ${ms} ms`);
+      console.log(`${req.method} ${req.originalUrl} ${res.statusCode} ${res.getHeader('Content-Length') ?? '-'} - ${ms} ms`);
     });
-  }
-  route(req, res);
+    next();
+  });
+}
+
+// The timeout counts from the request's arrival, its body's upload included.
+app.use((req, res, next) => {
+  const timer = setTimeout(() => {
+    if (res.locals.handlerCalled) inc(failures, req.method);
+    sendText(res, 408, 'Request Timeout');
+  }, timeoutSec * 1000);
+  res.on('close', () => clearTimeout(timer));
+  next();
 });
+
+// The body parsers and their options are Kyma's: JSON (also of structured
+// CloudEvents, any JSON value), text, forms (nested, qs), any other type a
+// Buffer. A body over the limit is read off and answered 413, so the
+// connection stays usable and the client gets the answer.
+const limit = `${mbLimit}mb`;
+app.use(express.json({ type: ['application/json', 'application/cloudevents+json'], limit, strict: false }));
+app.use(express.text({ type: ['text/*'], limit }));
+app.use(express.urlencoded({ limit, extended: true }));
+app.use(express.raw({ type: () => true, limit }));
+
+app.get('/healthz', (req, res) => sendText(res, 200, 'OK'));
+app.get('/metrics', (req, res) => {
+  res.setHeader('Content-Type', 'text/plain; version=0.0.4; charset=utf-8');
+  res.end(metricsText());
+});
+app.get('/favicon.ico', (req, res) => {
+  res.statusCode = 204;
+  res.end();
+});
+
+// Kyma mounts the handler on Express 5's named wildcard "*path": every
+// method and path, req.params.path the path's segments ("/a/b" gives
+// ["", "a", "b"]).
+app.all('*path', (req, res) => (req.method === 'OPTIONS' ? preflight(req, res) : callHandler(req, res)));
+
+// Errors of the body parsers (400 bad JSON, 413 too large, 415 unknown
+// charset) and anything else that reaches Express.
+// eslint-disable-next-line no-unused-vars
+app.use((err, req, res, next) => {
+  const status = Number(err.status || err.statusCode);
+  if (status >= 400 && status < 500) return sendText(res, status, http.STATUS_CODES[status] || String(status));
+  console.error(err);
+  sendText(res, 500, 'Internal server error');
+});
+
+const server = http.createServer(app);
 
 // Errors from the handler's own async work must not stop the server.
 process.on('uncaughtException', (err) => console.error('uncaught exception:', err));

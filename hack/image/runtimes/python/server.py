@@ -1,14 +1,23 @@
 """Function runtime server of the local python312 image.
 
 It follows the Kyma serverless runtime contract (port, routes, event,
-context, responses) using the standard library only, so the image builds
-offline.
+context, responses) using the standard library only: Kyma's runtime runs on
+Bottle, which cannot be installed where the local images are built (no
+PyPI), so the request a handler gets (event['extensions']['request']) is
+rebuilt here with Bottle's request API (query, forms, params, headers,
+get_header, body, json, cookies, url, path, ...). Bottle's own module
+(bottle.request, bottle.response, bottle.HTTPResponse) is not there.
 """
 import base64
+import collections.abc
 import contextlib
 import datetime
+import email.parser
+import email.policy
+import http.cookies
 import http.server
 import importlib
+import io
 import json
 import os
 import signal
@@ -154,46 +163,396 @@ class NoopTracer:
 TRACER = NoopTracer()
 
 
-class Headers(dict):
-    """Case-insensitive, picklable request headers."""
+class FormsDict(collections.abc.MutableMapping):
+    """Bottle's FormsDict: a multi-dict of strings as the WSGI server gives
+    them (percent-decoded as latin-1). Item access and get() give a key's
+    last value; getall() every value; attribute access (query.name) and
+    getunicode() the value decoded as UTF-8, '' (None) when it is missing.
+    """
 
-    def __init__(self, items=()):
-        super().__init__()
-        for key, value in items:
-            key = key.lower()
-            self[key] = f'{self[key]}, {value}' if key in self else value
+    input_encoding = 'utf8'
+    recode_unicode = True
 
-    def __getitem__(self, key):
-        return super().__getitem__(key.lower())
+    def __init__(self, pairs=()):
+        self.dict = {}
+        for key, value in pairs:
+            self.append(key, value)
+
+    def __len__(self):
+        return len(self.dict)
+
+    def __iter__(self):
+        return iter(self.dict)
 
     def __contains__(self, key):
-        return super().__contains__(str(key).lower())
+        return key in self.dict
 
-    def get(self, key, default=None):
-        return super().get(key.lower(), default)
+    def __getitem__(self, key):
+        return self.dict[key][-1]
+
+    def __setitem__(self, key, value):
+        self.append(key, value)
+
+    def __delitem__(self, key):
+        del self.dict[key]
+
+    def keys(self):
+        return self.dict.keys()
+
+    def values(self):
+        return (v[-1] for v in self.dict.values())
+
+    def items(self):
+        return ((k, v[-1]) for k, v in self.dict.items())
+
+    def allitems(self):
+        return ((k, v) for k, values in self.dict.items() for v in values)
+
+    def get(self, key, default=None, index=-1, type=None):
+        try:
+            value = self.dict[key][index]
+            return type(value) if type else value
+        except Exception:
+            return default
+
+    getone = get
+
+    def append(self, key, value):
+        self.dict.setdefault(key, []).append(value)
+
+    def replace(self, key, value):
+        self.dict[key] = [value]
+
+    def getall(self, key):
+        return self.dict.get(key) or []
+
+    getlist = getall
+
+    def _recode(self, s, encoding=None):
+        if isinstance(s, str) and self.recode_unicode:
+            return s.encode('latin1').decode(encoding or self.input_encoding)
+        if isinstance(s, bytes):
+            return s.decode(encoding or self.input_encoding)
+        return s
+
+    def decode(self, encoding=None):
+        """A copy with every key and value decoded as UTF-8."""
+        copy = FormsDict()
+        copy.input_encoding = encoding or self.input_encoding
+        copy.recode_unicode = False
+        for key, value in self.allitems():
+            copy.append(self._recode(key, encoding), self._recode(value, encoding))
+        return copy
+
+    def getunicode(self, name, default=None, encoding=None):
+        try:
+            return self._recode(self[name], encoding)
+        except (UnicodeError, KeyError):
+            return default
+
+    def __getattr__(self, name):
+        if name.startswith('__') and name.endswith('__') or name == 'dict':
+            raise AttributeError(name)
+        return self.getunicode(name, default='')
+
+    def __repr__(self):
+        return f'FormsDict({list(self.allitems())!r})'
+
+
+def parse_qsl(qs):
+    """Bottle's query parsing: '+' is a space, values percent-decoded as latin-1."""
+    pairs = []
+    for pair in qs.split('&'):
+        if not pair:
+            continue
+        key, _, value = pair.partition('=')
+        pairs.append((urllib.parse.unquote(key.replace('+', ' '), 'latin1'),
+                      urllib.parse.unquote(value.replace('+', ' '), 'latin1')))
+    return pairs
+
+
+def header_key(environ_key):
+    """HTTP_X_TEST -> X-Test"""
+    return environ_key.replace('_', '-').title()
+
+
+class HeaderDict(collections.abc.Mapping):
+    """Bottle's request headers, read from the WSGI environ: any case of a
+    name finds it, names list as X-Test, values are decoded as UTF-8."""
+
+    CGI_KEYS = ('CONTENT_TYPE', 'CONTENT_LENGTH')
+
+    def __init__(self, environ):
+        self.environ = environ
+
+    def _key(self, name):
+        key = name.replace('-', '_').upper()
+        return key if key in self.CGI_KEYS else 'HTTP_' + key
+
+    def raw(self, name, default=None):
+        return self.environ.get(self._key(name), default)
+
+    def __getitem__(self, name):
+        return self.environ[self._key(name)].encode('latin1').decode('utf8', 'replace')
+
+    def __contains__(self, name):
+        return self._key(name) in self.environ
+
+    def __iter__(self):
+        for key in self.environ:
+            if key.startswith('HTTP_'):
+                yield header_key(key[5:])
+            elif key in self.CGI_KEYS:
+                yield header_key(key)
+
+    def __len__(self):
+        return sum(1 for _ in self)
 
 
 class Request:
-    """What a handler sees of the HTTP request; plain data, so it pickles."""
+    """What a handler gets as event['extensions']['request']: the request
+    surface of Kyma's Python runtime, a Bottle request, rebuilt on the
+    standard library (Bottle cannot be installed here). Everything is read
+    from a WSGI environ, as Bottle does, and the object pickles."""
 
-    def __init__(self, method, target, headers, body):
-        url = urllib.parse.urlsplit(target)
-        self.method = method
-        self.url = target
-        self.path = url.path
-        self.query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-        self.headers = headers
-        self.body = body
-        self.content_type = headers.get('content-type', '')
+    def __init__(self, environ, body):
+        self.environ = environ
+        self.environ['bottle.request.body'] = io.BytesIO(body)
+
+    # the WSGI environ, as Bottle's request exposes it
+    def __getitem__(self, key):
+        return self.environ[key]
+
+    def get(self, key, default=None):
+        return self.environ.get(key, default)
+
+    def keys(self):
+        return self.environ.keys()
+
+    def __iter__(self):
+        return iter(self.environ)
+
+    def __len__(self):
+        return len(self.environ)
+
+    def _cached(self, key, make):
+        if key not in self.environ:
+            self.environ[key] = make()
+        return self.environ[key]
+
+    @property
+    def method(self):
+        return self.environ.get('REQUEST_METHOD', 'GET').upper()
+
+    @property
+    def path(self):
+        return '/' + self.environ.get('PATH_INFO', '').lstrip('/')
+
+    @property
+    def script_name(self):
+        name = self.environ.get('SCRIPT_NAME', '').strip('/')
+        return '/' + name + '/' if name else '/'
+
+    @property
+    def fullpath(self):
+        return urllib.parse.urljoin(self.script_name, self.path.lstrip('/'))
+
+    @property
+    def query_string(self):
+        return self.environ.get('QUERY_STRING', '')
+
+    @property
+    def urlparts(self):
+        env = self.environ
+        scheme = env.get('HTTP_X_FORWARDED_PROTO') or env.get('wsgi.url_scheme', 'http')
+        host = env.get('HTTP_X_FORWARDED_HOST') or env.get('HTTP_HOST')
+        if not host:
+            host = env.get('SERVER_NAME', '127.0.0.1')
+            port = env.get('SERVER_PORT')
+            if port and port != ('80' if scheme == 'http' else '443'):
+                host += ':' + port
+        return urllib.parse.SplitResult(scheme, host, urllib.parse.quote(self.fullpath), self.query_string, '')
+
+    @property
+    def url(self):
+        return self.urlparts.geturl()
+
+    @property
+    def headers(self):
+        return HeaderDict(self.environ)
 
     def get_header(self, name, default=None):
         return self.headers.get(name, default)
 
     @property
+    def content_type(self):
+        return self.environ.get('CONTENT_TYPE', '').lower()
+
+    @property
+    def content_length(self):
+        return int(self.environ.get('CONTENT_LENGTH') or -1)
+
+    @property
+    def chunked(self):
+        return 'chunked' in self.environ.get('HTTP_TRANSFER_ENCODING', '').lower()
+
+    @property
+    def body(self):
+        """The body as a file; every access starts it at the beginning."""
+        body = self.environ['bottle.request.body']
+        body.seek(0)
+        return body
+
+    @property
     def json(self):
-        if self.content_type.split(';')[0].strip().lower() != 'application/json' or not self.body:
+        """The parsed body of an application/json request, else None."""
+        if self.content_type.split(';')[0] not in ('application/json', 'application/json-rpc'):
             return None
-        return json.loads(self.body)
+        raw = self.body.read()
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise BadRequest('Invalid JSON') from e
+
+    @property
+    def query(self):
+        return self._cached('bottle.request.query', lambda: FormsDict(parse_qsl(self.query_string)))
+
+    GET = query
+
+    def _post_part(self, files):
+        # a multipart form's fields are decoded already: no recoding
+        part = FormsDict((k, v) for k, v in self.POST.allitems() if isinstance(v, FileUpload) == files)
+        part.recode_unicode = self.POST.recode_unicode
+        return part
+
+    @property
+    def forms(self):
+        """The fields of a form body (urlencoded or multipart), files apart."""
+        return self._cached('bottle.request.forms', lambda: self._post_part(files=False))
+
+    @property
+    def files(self):
+        return self._cached('bottle.request.files', lambda: self._post_part(files=True))
+
+    @property
+    def params(self):
+        return self._cached('bottle.request.params', lambda: FormsDict(
+            list(self.query.allitems()) + list(self.forms.allitems())))
+
+    @property
+    def POST(self):
+        return self._cached('bottle.request.post', self._parse_post)
+
+    def _parse_post(self):
+        raw = self.body.read()
+        media = self.content_type.split(';')[0].strip()
+        if not media.startswith('multipart/'):
+            return FormsDict(parse_qsl(raw.decode('latin1')))
+        post = FormsDict()
+        post.recode_unicode = False
+        header = f'Content-Type: {self.environ.get("CONTENT_TYPE", "")}\r\n\r\n'.encode('latin1')
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(header + raw)
+        for part in message.iter_parts() if message.is_multipart() else ():
+            name = part.get_param('name', header='content-disposition')
+            if name is None:
+                continue
+            data = part.get_payload(decode=True) or b''
+            filename = part.get_filename()
+            if filename is None:
+                post.append(name, data.decode(part.get_content_charset() or 'utf8', 'replace'))
+            else:
+                post.append(name, FileUpload(data, name, filename, part.get_content_type()))
+        return post
+
+    @property
+    def cookies(self):
+        def parse():
+            jar = http.cookies.SimpleCookie()
+            with contextlib.suppress(http.cookies.CookieError):
+                jar.load(self.environ.get('HTTP_COOKIE', ''))
+            return FormsDict((c.key, c.value) for c in jar.values())
+        return self._cached('bottle.request.cookies', parse)
+
+    def get_cookie(self, key, default=None, secret=None):
+        if secret is not None:
+            raise NotImplementedError('signed cookies (get_cookie with a secret) are not supported by this runtime')
+        return self.cookies.get(key) or default
+
+    @property
+    def is_xhr(self):
+        return self.environ.get('HTTP_X_REQUESTED_WITH', '').lower() == 'xmlhttprequest'
+
+    is_ajax = is_xhr
+
+    @property
+    def auth(self):
+        """(user, password) of HTTP basic authentication, else None."""
+        kind, _, data = self.environ.get('HTTP_AUTHORIZATION', '').partition(' ')
+        if kind.lower() == 'basic':
+            with contextlib.suppress(ValueError, UnicodeError):
+                user, _, password = base64.b64decode(data.strip()).decode().partition(':')
+                return user, password
+        user = self.environ.get('REMOTE_USER')
+        return (user, None) if user else None
+
+    @property
+    def remote_route(self):
+        forwarded = self.environ.get('HTTP_X_FORWARDED_FOR')
+        if forwarded:
+            return [ip.strip() for ip in forwarded.split(',')]
+        remote = self.environ.get('REMOTE_ADDR')
+        return [remote] if remote else []
+
+    @property
+    def remote_addr(self):
+        route = self.remote_route
+        return route[0] if route else None
+
+    def __repr__(self):
+        return f'<Request: {self.method} {self.url}>'
+
+
+class FileUpload:
+    """An uploaded file of a multipart form, as Bottle describes one."""
+
+    def __init__(self, data, name, filename, content_type):
+        self.file = io.BytesIO(data)
+        self.name = name
+        self.raw_filename = filename
+        self.filename = os.path.basename(filename.replace('\\', '/'))
+        self.content_type = content_type
+        self.content_length = len(data)
+
+
+def wsgi_environ(handler, body_length):
+    """The WSGI environ of the request http.server parsed, as a WSGI server
+    would give Bottle: PATH_INFO percent-decoded as latin-1, headers as
+    HTTP_* keys (repeated ones joined by commas)."""
+    target = urllib.parse.urlsplit(handler.path)
+    host, port = handler.server.server_address[:2]
+    environ = {
+        'REQUEST_METHOD': handler.command,
+        'SCRIPT_NAME': '',
+        'PATH_INFO': urllib.parse.unquote(target.path, 'latin1'),
+        'QUERY_STRING': target.query,
+        'SERVER_NAME': host,
+        'SERVER_PORT': str(port),
+        'SERVER_PROTOCOL': handler.request_version,
+        'REMOTE_ADDR': handler.client_address[0],
+        'REMOTE_PORT': str(handler.client_address[1]),
+        'wsgi.url_scheme': 'http',
+    }
+    for name, value in handler.headers.items():
+        key = name.replace('-', '_').upper()
+        if key not in HeaderDict.CGI_KEYS:
+            key = 'HTTP_' + key
+        environ[key] = f'{environ[key]}, {value}' if key in environ else value
+    environ.setdefault('CONTENT_TYPE', '')
+    environ['CONTENT_LENGTH'] = str(body_length) if body_length or 'CONTENT_LENGTH' in environ else ''
+    return environ
 
 
 class BadRequest(Exception):
@@ -242,10 +601,11 @@ class Event(dict):
         super().__init__(extensions={'request': req})
         self.req = req
         self.tracer = TRACER
-        media = req.content_type.split(';')[0].strip().lower()
+        raw = req.body.read()
+        media = req.content_type.split(';')[0].strip()
         if media == 'application/cloudevents+json':
             try:
-                attrs = json.loads(req.body)
+                attrs = json.loads(raw)
             except ValueError as e:
                 raise BadRequest('Invalid JSON') from e
             if not isinstance(attrs, dict):
@@ -255,12 +615,12 @@ class Event(dict):
                 data = base64.b64decode(attrs['data_base64'])
             self.set_cloud_event(attrs, data)
         elif 'ce-type' in req.headers and 'ce-source' in req.headers:
-            attrs = {k[3:]: v for k, v in req.headers.items() if k.startswith('ce-')}
-            attrs.setdefault('datacontenttype', req.headers.get('content-type'))
-            self.set_cloud_event(attrs, parse_data(req.body, req.content_type))
-        elif req.content_type.strip().lower() == 'application/json' and req.body:
+            attrs = {k[3:].lower(): req.headers[k] for k in req.headers if k.lower().startswith('ce-')}
+            attrs.setdefault('datacontenttype', req.get_header('content-type'))
+            self.set_cloud_event(attrs, parse_data(raw, req.content_type))
+        elif req.content_type.strip() == 'application/json' and raw:
             try:
-                self['data'] = json.loads(req.body)
+                self['data'] = json.loads(raw)
             except ValueError as e:
                 raise BadRequest('Invalid JSON') from e
 
@@ -397,7 +757,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reject(413, 'Payload Too Large')
         if Handler.func is None:
             return self.send(500, 'User function not loaded')
-        req = Request(self.command, self.path, Headers(self.headers.items()), body)
+        req = Request(wsgi_environ(self, len(body)), body)
         try:
             event = Event(req)
         except BadRequest as e:
@@ -414,10 +774,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             start = time.monotonic()
             try:
                 outcome['value'] = Handler.func(event, CONTEXT)
-            except Exception:
+            except Exception as e:
                 METRICS.inc(METRICS.failures, method)
                 traceback.print_exc()
-                outcome['error'] = True
+                outcome['error'] = e
             METRICS.observe(method, time.monotonic() - start)
 
         # The function runs in its own thread so a timeout can answer without it.
@@ -427,6 +787,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if worker.is_alive():
             METRICS.inc(METRICS.failures, method)
             return self.send(408, 'Timeout while processing the function')
+        if isinstance(outcome.get('error'), BadRequest):
+            # the handler read request.json of a body that is no JSON
+            return self.send(400, str(outcome['error']))
         if outcome.get('error'):
             return self.send(500, 'Internal server error')
         try:
