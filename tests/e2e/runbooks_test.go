@@ -211,13 +211,17 @@ func (r *runbook) deleteOldOperator(ctx context.Context, c client.Client) {
 
 // sh runs command as the page's reader runs it: bash, this repository's
 // kubectl first on the PATH, KUBECONFIG set, in the runbook's directory.
+// It must be called while the test runs (not from a cleanup).
 // It returns the standard output; an error carries the standard error.
 func (r *runbook) sh(ctx context.Context, command string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 12*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", command)
 	c.Dir = r.dir
+	// A discovery cache of its own: CRDs the test installs between
+	// commands are known at once.
 	c.Env = append(os.Environ(),
+		"KUBECACHEDIR="+r.e.t.TempDir(),
 		"KUBECONFIG="+r.e.cluster.KubeconfigPath(),
 		"PATH="+filepath.Join(r.e.cluster.Root(), "bin", "assets")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var stderr strings.Builder
@@ -261,9 +265,11 @@ func (r *runbook) step(s docs.Step) {
 	t := r.e.t
 	t.Helper()
 	out, err := r.sh(t.Context(), s.Body)
-	require.NoError(t, err, "%s line %d:\n%s\n%s", r.page.Path, s.Line, s.Body, r.dump())
-	if s.Expected != "" {
-		require.Equal(t, strings.TrimSpace(s.Expected), strings.TrimSpace(out), "%s line %d prints what the page shows:\n%s\n%s", r.page.Path, s.Line, s.Body, r.dump())
+	if err != nil {
+		t.Fatalf("%s line %d:\n%s\n%v\n%s", r.page.Path, s.Line, s.Body, err, r.dump())
+	}
+	if s.Expected != "" && !assert.Equal(t, strings.TrimSpace(s.Expected), strings.TrimSpace(out), "%s line %d prints what the page shows:\n%s", r.page.Path, s.Line, s.Body) {
+		t.Fatal(r.dump())
 	}
 }
 
