@@ -29,7 +29,6 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -431,9 +430,5 @@ func runbookWithLifecycleManager(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, before[name], after, "Function %s: same Deployment, generation, Pod template, ReplicaSets and Pods", name)
 	}
-	mgr := &unstructured.Unstructured{}
-	mgr.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
-	require.NoError(t, kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "serverless-manager"}, mgr))
-	assert.Equal(t, "kyma", mgr.GetLabels()["operator.kyma-project.io/managed-by"])
 	r.check()
 }
