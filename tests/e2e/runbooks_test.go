@@ -130,7 +130,7 @@ func (r *runbook) oldOperatorManifest(version string, labels map[string]string) 
 	crd, err := os.ReadFile(filepath.Join(r.e.cluster.Root(), "config", "crd", "bases", "operator.kyma-project.io_serverlesses.yaml"))
 	require.NoError(t, err)
 
-	all := map[string]string{"app.kubernetes.io/name": "serverless-operator", "kyma-project.io/module": "serverless"}
+	all := map[string]string{"app.kubernetes.io/name": "serverless-operator"}
 	for k, v := range labels {
 		all[k] = v
 	}
