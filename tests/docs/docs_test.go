@@ -43,6 +43,8 @@ const (
 	sitePrefix = "/serverless-manager/"
 	// tutorialsTest applies every tutorial.
 	tutorialsTest = "tests/e2e/tutorials_test.go"
+	// runbooksTest runs every migration runbook.
+	runbooksTest = "tests/e2e/runbooks_test.go"
 )
 
 // reasonSources are the packages whose Reason* constants a guide must
@@ -492,6 +494,52 @@ func TestTutorialsAreAppliedByATest(t *testing.T) {
 		assert.Equal(t, "export NAMESPACE=default", cmds[0], "%s: the first step sets NAMESPACE", p.Path)
 	}
 	assert.NotEmpty(t, named)
+}
+
+// runbooks are the migration runbooks (see RunbookMarker).
+func runbooks(t *testing.T) []Page {
+	t.Helper()
+	var out []Page
+	for _, p := range pages(t, TechnicalReference) {
+		if strings.Contains(path.Base(p.Path), RunbookMarker) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Every migration runbook is run by the e2e test of the runbooks, has
+// steps, ends its steps with a check whose output it shows, and shows
+// outputs only for shell blocks (an output before any shell block, or two
+// for one block, would be a check the test never makes).
+func TestRunbooksAreRunByATest(t *testing.T) {
+	e2e, err := os.ReadFile(filepath.Join(repo.MustRoot(), runbooksTest))
+	require.NoError(t, err)
+	books := runbooks(t)
+	require.Len(t, books, 3, "the runbooks for 1.8.4, 1.13 and a cluster managed by Kyma's lifecycle manager")
+	for _, p := range books {
+		assert.Contains(t, string(e2e), strconv.Quote(path.Base(p.Path)), "%s runs %s", runbooksTest, p.Path)
+		steps := p.Steps()
+		if !assert.NotEmpty(t, steps, "%s has shell blocks before %q", p.Path, RunbookEnd) {
+			continue
+		}
+		last := steps[len(steps)-1]
+		assert.NotEmpty(t, strings.TrimSpace(last.Expected), "%s: the last step (line %d) is a check with the output it shows", p.Path, last.Line)
+		shown := 0
+		for _, s := range steps {
+			if s.Expected != "" {
+				shown++
+			}
+		}
+		var texts int
+		for _, b := range p.Blocks() {
+			if b.Lang() == "text" && b.Line < p.StepsEnd() {
+				texts++
+			}
+		}
+		assert.Equal(t, texts, shown, "%s: every output block follows its own shell block", p.Path)
+		assert.Contains(t, p.Text, "\n"+RunbookEnd+"\n", "%s says how to go back, under %q", p.Path, RunbookEnd)
+	}
 }
 
 // jsonFields are the JSON field paths (below prefix) of the struct type

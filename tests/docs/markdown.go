@@ -349,3 +349,52 @@ func CodeSpans(s string) []string {
 	}
 	return out
 }
+
+// Runbooks are the migration runbooks: pages of TechnicalReference whose
+// file name has RunbookMarker. tests/e2e/runbooks_test.go runs each.
+const (
+	TechnicalReference = "docs/user/technical-reference"
+	RunbookMarker      = "-migrate-"
+	// RunbookEnd is the heading after which a runbook's blocks are not
+	// steps of the migration (going back is not part of it).
+	RunbookEnd = "## Go Back"
+)
+
+// Step is a shell block of a runbook, with the output the page shows for
+// it: the text block that follows it before the next shell block.
+type Step struct {
+	Block
+	// Expected is the output shown, empty when the page shows none.
+	Expected string
+}
+
+// StepsEnd is the line of the heading RunbookEnd, or one past the last
+// line when the page has none.
+func (p Page) StepsEnd() int {
+	lines := strings.Split(p.Text, "\n")
+	for i, line := range lines {
+		if strings.TrimSpace(line) == RunbookEnd {
+			return i + 1
+		}
+	}
+	return len(lines) + 1
+}
+
+// Steps are the shell blocks of the page up to the heading RunbookEnd, in
+// order, each with the output the page shows for it.
+func (p Page) Steps() []Step {
+	end := p.StepsEnd()
+	var out []Step
+	for _, b := range p.Blocks() {
+		if b.Line > end {
+			break
+		}
+		switch {
+		case isShell(b.Lang()):
+			out = append(out, Step{Block: b})
+		case b.Lang() == "text" && len(out) > 0 && out[len(out)-1].Expected == "":
+			out[len(out)-1].Expected = b.Body
+		}
+	}
+	return out
+}

@@ -27,36 +27,7 @@ import (
 func TestModuleTemplateFitsTheLifecycleManagerCRDs(t *testing.T) {
 	cluster := framework.ClusterFor(t)
 	ctx := t.Context()
-	c, err := cluster.NewClient(nil)
-	require.NoError(t, err)
-
-	crds, err := manifest.ReadDir(filepath.Join(cluster.Root(), "tests", "e2e", "testdata", "lifecycle-manager"))
-	require.NoError(t, err)
-	require.Len(t, crds, 2)
-	require.NoError(t, cluster.Apply(ctx, "", crds...))
-	t.Cleanup(func() {
-		for _, crd := range crds {
-			_ = c.Delete(context.Background(), crd)
-		}
-	})
-	for _, crd := range crds {
-		framework.WaitFor(t, 30*time.Second, "CRD "+crd.GetName()+" to be established", func(ctx context.Context) (bool, string, error) {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
-				return false, "", err
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, "", nil
-				}
-			}
-			return false, "not established", nil
-		})
-	}
-	// A new client: its REST mapper learns the new kinds.
-	c, err = cluster.NewClient(nil)
-	require.NoError(t, err)
-	ensureNamespace(t, c, "kcp-system")
+	c := installLifecycleManagerCRDs(t, cluster)
 
 	read := func(name string) *unstructured.Unstructured {
 		objs, err := manifest.ReadFile(filepath.Join(cluster.Root(), "module-template", name))
@@ -103,4 +74,42 @@ func TestModuleTemplateFitsTheLifecycleManagerCRDs(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
 	}
+}
+
+// installLifecycleManagerCRDs installs the lifecycle manager's ModuleTemplate
+// and ModuleReleaseMeta CRDs (testdata/lifecycle-manager) and its namespace
+// kcp-system until t ends, and returns a client that knows the kinds.
+func installLifecycleManagerCRDs(t *testing.T, cluster *framework.Cluster) client.Client {
+	t.Helper()
+	ctx := t.Context()
+	c, err := cluster.NewClient(nil)
+	require.NoError(t, err)
+	crds, err := manifest.ReadDir(filepath.Join(cluster.Root(), "tests", "e2e", "testdata", "lifecycle-manager"))
+	require.NoError(t, err)
+	require.Len(t, crds, 2)
+	require.NoError(t, cluster.Apply(ctx, "", crds...))
+	t.Cleanup(func() {
+		for _, crd := range crds {
+			_ = c.Delete(context.Background(), crd)
+		}
+	})
+	for _, crd := range crds {
+		framework.WaitFor(t, 30*time.Second, "CRD "+crd.GetName()+" to be established", func(ctx context.Context) (bool, string, error) {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+				return false, "", err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, "", nil
+				}
+			}
+			return false, "not established", nil
+		})
+	}
+	// A new client: its REST mapper learns the new kinds.
+	c, err = cluster.NewClient(nil)
+	require.NoError(t, err)
+	ensureNamespace(t, c, "kcp-system")
+	return c
 }

@@ -87,50 +87,7 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 	e := startManager(t)
 	ctx := t.Context()
 	require.NoError(t, e.mgr.Stop(), "upstream's operator owns the cluster until the upgrade")
-	root := e.cluster.Root()
-	rel := upstreamtest.Release1130()
-	inst, err := upstreamtest.LoadRelease(root, rel)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if err := inst.RemoveLeftovers(context.Background(), e.c); err != nil {
-			t.Errorf("removing what is left of 1.13's installation: %v", err)
-		}
-	})
-	require.NoError(t, inst.Install(ctx, e.c))
-	fns, err := upstreamtest.LoadFunctions(root, rel)
-	require.NoError(t, err)
-	fnNS := fns[0].GetNamespace()
-	// upstream's Pods (its controller, the Functions' runtime images) are
-	// simulated: their images are not pullable here
-	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
-	t.Cleanup(func() {
-		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
-	})
-	require.NoError(t, upstreamtest.InstallFunctions(ctx, e.c, fns))
-	names := []string{}
-	for _, o := range fns {
-		if o.GetKind() == "Function" {
-			names = append(names, o.GetName())
-		}
-	}
-	before := map[string]podsOf{}
-	framework.WaitFor(t, time.Minute, "upstream's controller and every Function's Pod to be up", func(ctx context.Context) (bool, string, error) {
-		d := &appsv1.Deployment{}
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d); err != nil {
-			return false, "", err
-		}
-		if d.Status.AvailableReplicas < 1 {
-			return false, "upstream's controller not available", nil
-		}
-		for _, name := range names {
-			p, err := e.podsOf(ctx, fnNS, name)
-			if err != nil || len(p.Pods) != 1 {
-				return false, name + ": Pods not there yet", err
-			}
-			before[name] = p
-		}
-		return true, "", nil
-	})
+	fnNS, names, before := e.installBuildlessUpstream()
 
 	// The Pods the takeover creates (the module's controller) run for real.
 	e.placeModule(framework.RealNode)
@@ -141,7 +98,7 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 	})
 	assert.Equal(t, v1alpha1.FunctionModeBuildless, cr.Status.FunctionMode, "the installation was buildless; no CR edit needed")
 	assert.Empty(t, cr.Spec.FunctionMode, "the spec is the user's")
-	err = e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: upstreamtest.CacheSecret}, &corev1.Secret{})
+	err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: upstreamtest.CacheSecret}, &corev1.Secret{})
 	assert.True(t, apierrors.IsNotFound(err), "the manifest cache Secret is gone: %v", err)
 	for _, gone := range []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "serverless-config"}},
@@ -181,6 +138,61 @@ func TestTakeoverOfBuildlessServerless(t *testing.T) {
 		assert.Len(t, services, 1, "one Service for %s", name)
 		assert.Empty(t, configMaps, "no source ConfigMap for %s", name)
 	}
+}
+
+// installBuildlessUpstream installs what serverless-operator 1.13.0 leaves
+// in a cluster (fixtures; the Serverless CRD must be there) with its
+// Functions, each with its Deployment and Service, in the namespace fnNS,
+// and waits until upstream's controller and every Function's Pod are up:
+// names are the Functions, before what a rollout would change of each.
+// What is left of upstream's installation when the test ends is removed.
+func (e *env) installBuildlessUpstream() (fnNS string, names []string, before map[string]podsOf) {
+	t, ctx := e.t, e.t.Context()
+	t.Helper()
+	root := e.cluster.Root()
+	rel := upstreamtest.Release1130()
+	inst, err := upstreamtest.LoadRelease(root, rel)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := inst.RemoveLeftovers(context.Background(), e.c); err != nil {
+			t.Errorf("removing what is left of 1.13's installation: %v", err)
+		}
+	})
+	require.NoError(t, inst.Install(ctx, e.c))
+	fns, err := upstreamtest.LoadFunctions(root, rel)
+	require.NoError(t, err)
+	fnNS = fns[0].GetNamespace()
+	// upstream's Pods (its controller, the Functions' runtime images) are
+	// simulated: their images are not pullable here
+	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
+	})
+	require.NoError(t, upstreamtest.InstallFunctions(ctx, e.c, fns))
+	for _, o := range fns {
+		if o.GetKind() == "Function" {
+			names = append(names, o.GetName())
+		}
+	}
+	before = map[string]podsOf{}
+	framework.WaitFor(t, time.Minute, "upstream's controller and every Function's Pod to be up", func(ctx context.Context) (bool, string, error) {
+		d := &appsv1.Deployment{}
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllerName}, d); err != nil {
+			return false, "", err
+		}
+		if d.Status.AvailableReplicas < 1 {
+			return false, "upstream's controller not available", nil
+		}
+		for _, name := range names {
+			p, err := e.podsOf(ctx, fnNS, name)
+			if err != nil || len(p.Pods) != 1 {
+				return false, name + ": Pods not there yet", err
+			}
+			before[name] = p
+		}
+		return true, "", nil
+	})
+	return fnNS, names, before
 }
 
 // waitReconciled waits until the Function controller has finished n

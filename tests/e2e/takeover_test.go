@@ -102,24 +102,7 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	credsBefore := &corev1.Secret{}
 	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registrySecret}, credsBefore))
 
-	// A Function that 1.8.4's controller built and runs. The module's own
-	// controller plays it, run with upstream's Deployment configuration (the
-	// same APP_* settings: it is a drop-in for 1.8.4's); its build and its
-	// Pods are simulated (upstream's registry is).
-	fnNS := "takeover-functions"
-	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
-	t.Cleanup(func() {
-		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
-	})
-	// From now on the module's Pods run for real: the stand-in, and then
-	// the Pods of the Deployments the manager takes over.
-	e.placeModule(framework.RealNode)
-	f, stopStandIn := e.standInFunctionController(inst)
-	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "old", v1alpha2.RuntimePython312, "built by 1.8.4")))
-	f.waitRunning(fnNS, "old")
-	fnDeployment := f.deployment(fnNS, "old")
-	require.Equal(t, 1, f.jobs.count(fnNS, "old"))
-	stopStandIn() // upstream's controller goes with its operator
+	f, fnNS, fnDeployment := e.functionBuiltBy184(inst)
 
 	e.mgr = e.runManager("manager-"+t.Name(), e.publishedRuntimes())
 	cr := e.waitFor("default", "the takeover to be Ready with the manager's finalizer only", 2*time.Minute, func(cr *v1alpha1.Serverless) bool {
@@ -156,12 +139,12 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	// The module's controller, the taken-over Deployment's new Pod, adopts
 	// the Function: no new build, no rollout.
 	f.controllerPod()
-	f.waitFunction(fnNS, "old", "to be Running under the module's controller", time.Minute, func(fn *v1alpha2.Function) bool {
+	f.waitFunction(fnNS, builtBy184, "to be Running under the module's controller", time.Minute, func(fn *v1alpha2.Function) bool {
 		return isRunning(fn) && fn.Status.BuiltImage != ""
 	})
 	time.Sleep(3 * time.Second) // a rebuild or rollout would have started by now
-	assert.Equal(t, 1, f.jobs.count(fnNS, "old"), "no new build Job: %v", f.jobs.names(fnNS, "old"))
-	after := f.deployment(fnNS, "old")
+	assert.Equal(t, 1, f.jobs.count(fnNS, builtBy184), "no new build Job: %v", f.jobs.names(fnNS, builtBy184))
+	after := f.deployment(fnNS, builtBy184)
 	assert.Equal(t, fnDeployment.UID, after.UID, "the Function's Deployment is kept")
 	assert.Equal(t, fnDeployment.Generation, after.Generation, "the Function's Deployment is not rolled")
 	assert.Equal(t, fnDeployment.Spec.Template, after.Spec.Template, "the Function's Pod template is unchanged")
@@ -173,13 +156,50 @@ func TestTakeoverOfServerlessOperator(t *testing.T) {
 	})
 }
 
+// builtBy184 is the Function of functionBuiltBy184.
+const builtBy184 = "old"
+
+// functionBuiltBy184 adds to 1.8.4's installation a Function that 1.8.4's
+// controller built and runs: Function builtBy184 in the namespace fnNS, its
+// Deployment d and one build Job. The module's own controller plays 1.8.4's,
+// run with upstream's Deployment configuration (the same APP_* settings: it
+// is a drop-in for 1.8.4's); its build and its Pods are simulated
+// (upstream's registry is). The stand-in is gone when it returns, as
+// upstream's controller goes with its operator; the module's Pods go to the
+// real node from now on (the Pods of the Deployments a takeover updates).
+func (e *env) functionBuiltBy184(inst *upstreamtest.Installation) (f *fnEnv, fnNS string, d *appsv1.Deployment) {
+	t, ctx := e.t, e.t.Context()
+	t.Helper()
+	fnNS = "takeover-functions"
+	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
+	t.Cleanup(func() {
+		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
+	})
+	e.placeModule(framework.RealNode)
+	f, stopStandIn := e.standInFunctionController(inst)
+	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, builtBy184, v1alpha2.RuntimePython312, "built by 1.8.4")))
+	f.waitRunning(fnNS, builtBy184)
+	d = f.deployment(fnNS, builtBy184)
+	require.Equal(t, 1, f.jobs.count(fnNS, builtBy184))
+	stopStandIn()
+	return f, fnNS, d
+}
+
 // installUpstream installs what serverless-operator 1.8.4 leaves in a
 // cluster (fixtures) after stopping the manager, as a module upgrade finds
 // it, and waits until it is up.
 func (e *env) installUpstream(ctx context.Context) *upstreamtest.Installation {
+	e.t.Helper()
+	require.NoError(e.t, e.mgr.Stop(), "upstream's operator owns the cluster until the upgrade")
+	return e.installUpstreamFixtures(ctx)
+}
+
+// installUpstreamFixtures installs what serverless-operator 1.8.4 leaves in
+// a cluster (fixtures; the Serverless CRD must be there) and waits until it
+// is up.
+func (e *env) installUpstreamFixtures(ctx context.Context) *upstreamtest.Installation {
 	t := e.t
 	t.Helper()
-	require.NoError(t, e.mgr.Stop(), "upstream's operator owns the cluster until the upgrade")
 	inst, err := upstreamtest.Load(e.cluster.Root())
 	require.NoError(t, err)
 	require.NoError(t, inst.Install(ctx, e.c))

@@ -390,15 +390,23 @@ func mustCommand(t *testing.T, p docs.Page, prefix string) string {
 	return cmd
 }
 
-// Stand-ins of the CRDs of Kyma's API Gateway and Eventing modules: they
-// store what the tutorials apply and check nothing.
+// Stand-ins of the CRDs of Kyma's API Gateway and Eventing modules and of
+// the Kyma CR of Kyma's lifecycle manager: they store what the tutorials
+// and runbooks apply and check nothing.
 var standIns = []struct{ group, version, kind, plural string }{
 	{"gateway.kyma-project.io", "v2", "APIRule", "apirules"},
 	{"eventing.kyma-project.io", "v1alpha2", "Subscription", "subscriptions"},
+	{"operator.kyma-project.io", "v1beta2", "Kyma", "kymas"},
 }
 
 // standInCRD installs the stand-in of kind until the test of tu ends.
 func (tu *tutorials) standInCRD(t *testing.T, kind string) {
+	t.Helper()
+	installStandInCRD(t, tu.f.c, kind)
+}
+
+// installStandInCRD installs the stand-in of kind with c until t ends.
+func installStandInCRD(t *testing.T, c client.Client, kind string) {
 	t.Helper()
 	for _, s := range standIns {
 		if s.kind != kind {
@@ -419,16 +427,16 @@ func (tu *tutorials) standInCRD(t *testing.T, kind string) {
 				}},
 			},
 		}
-		err := tu.f.c.Create(t.Context(), crd)
+		err := c.Create(t.Context(), crd)
 		if !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err)
 			t.Cleanup(func() {
-				_ = tu.f.c.Delete(context.Background(), &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}})
+				_ = c.Delete(context.Background(), &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}})
 			})
 		}
 		framework.WaitFor(t, time.Minute, "CRD "+name+" to be established", func(ctx context.Context) (bool, string, error) {
 			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := tu.f.c.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
 				return false, "", err
 			}
 			for _, c := range got.Status.Conditions {
@@ -442,7 +450,7 @@ func (tu *tutorials) standInCRD(t *testing.T, kind string) {
 		framework.WaitFor(t, time.Minute, "the API server to serve "+kind, func(ctx context.Context) (bool, string, error) {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(schema.GroupVersionKind{Group: s.group, Version: s.version, Kind: s.kind + "List"})
-			err := tu.f.c.List(ctx, list)
+			err := c.List(ctx, list)
 			return err == nil, fmt.Sprint(err), nil
 		})
 		return
