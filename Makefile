@@ -23,7 +23,10 @@ build: ## every binary (operator/cmd/<name> → bin/<name>), built as in the ima
 	go build -ldflags "-s -w" -o bin/ ./operator/cmd/...
 
 IMAGE_REPOSITORY ?= europe-docker.pkg.dev/kyma-project/prod
+# The local registry image (bin/image/local/registry) is the registry binary
+# hack/tools.sh builds (a no-op when built); the other tools are not needed.
 image: ## the OCI image of every binary in bin/image/<name>/ (no container engine; push with skopeo or crane)
+	hack/tools.sh registry >/dev/null
 	go run ./hack/image -repository $(IMAGE_REPOSITORY)
 
 manifests: tools ## regenerate CRDs and each binary's ClusterRole from controller-gen markers
