@@ -67,7 +67,10 @@ func (tu *tutorials) overrideRuntimeImage(t *testing.T, p docs.Page) {
 	// The page builds an image on the one the Function runs; here it is
 	// that image, copied to the repository the page pushes to (in the
 	// real node's registry instead of the reader's).
-	base := tu.sh(t, p, ns, `kubectl get function -n "$NAMESPACE" hello-override -o jsonpath='{.status.runtimeImage}'`)
+	// The page shows this command twice: before and after the override.
+	showImage := sameCommand(t, p, `kubectl get function -n "$NAMESPACE" hello-override -o jsonpath='{.status.runtimeImage}'`, 2)
+	base, err := tu.run(t, ns, showImage)
+	require.NoError(t, err, base)
 	registry := f.cluster.NodeRegistry()
 	require.True(t, strings.HasPrefix(base, registry+"/"), "the Function runs a runtime image of the node's registry %s: %q", registry, base)
 	says(t, p, "FROM europe-docker.pkg.dev/kyma-project/prod/function-runtime-nodejs22:")
@@ -85,8 +88,27 @@ func (tu *tutorials) overrideRuntimeImage(t *testing.T, p docs.Page) {
 		return fn.Status.RuntimeImage == own && (isRunning(fn) || runningBuildless(fn))
 	})
 	assert.Equal(t, own, fn.Spec.RuntimeImageOverride)
-	assert.Equal(t, own, tu.sh(t, p, ns, `kubectl get function -n "$NAMESPACE" hello-override -o jsonpath='{.status.runtimeImage}'`))
+	shown, err := tu.run(t, ns, showImage)
+	require.NoError(t, err, shown)
+	assert.Equal(t, own, shown)
 	tu.answers(t, p, ns, "hello-override", "/", "Hello from my own runtime image!")
+}
+
+// sameCommand is the command line of the page that starts with prefix,
+// which the page shows n times, always alike.
+func sameCommand(t *testing.T, p docs.Page, prefix string, n int) string {
+	t.Helper()
+	var found []string
+	for _, c := range p.Commands() {
+		if strings.HasPrefix(c, prefix) {
+			found = append(found, c)
+		}
+	}
+	require.Len(t, found, n, "%s: the commands starting with %q", p.Path, prefix)
+	for _, c := range found[1:] {
+		require.Equal(t, found[0], c, "%s: the commands starting with %q", p.Path, prefix)
+	}
+	return found[0]
 }
 
 func (tu *tutorials) customTraces(t *testing.T, p docs.Page) {
