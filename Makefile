@@ -23,7 +23,10 @@ build: ## every binary (operator/cmd/<name> → bin/<name>), built as in the ima
 	go build -ldflags "-s -w" -o bin/ ./operator/cmd/...
 
 IMAGE_REPOSITORY ?= europe-docker.pkg.dev/kyma-project/prod
+# The local registry image (bin/image/local/registry) is the registry binary
+# hack/tools.sh builds (a no-op when built); the other tools are not needed.
 image: ## the OCI image of every binary in bin/image/<name>/ (no container engine; push with skopeo or crane)
+	hack/tools.sh registry >/dev/null
 	go run ./hack/image -repository $(IMAGE_REPOSITORY)
 
 manifests: tools ## regenerate CRDs and each binary's ClusterRole from controller-gen markers
@@ -50,7 +53,7 @@ test-unit: ## unit and envtest integration tests (UNIT_P=N: N packages at a time
 test-e2e: build image ## end-to-end tests on the local cluster they start themselves (its real node runs the images of make image)
 	go test $(GO_TEST_FLAGS) -tags e2e -timeout 70m -p 1 -parallel 5 -v ./tests/...
 
-run: ## local cluster + manager + default CR until Ready, then the Function controller as its Deployment configures it; Ctrl-C stops both
+run: ## local cluster + manager + default CR until Ready (the Function controller and registry as the chart's Pods), then prints how to create and call a Function and returns; the cluster keeps running (also after Ctrl-C, unless it was still starting) until make cluster-down
 	hack/run.sh
 
 bench: tools build image ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run, and run buildless; real builds with npm dependencies; a registry clean-up round; real Pods: start-up, scale-out and drift, build mode against buildless mode

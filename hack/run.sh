@@ -4,8 +4,9 @@
 # install YAML of `make render`, its Deployment on the real node) and the
 # default Serverless CR until Ready: the Function controller and the
 # internal registry then run as the chart's Pods. Prints how to create a
-# Function, watch it build and call it. The cluster keeps running;
-# `make cluster-down` removes it.
+# Function, watch it build and call it, and returns. The cluster keeps
+# running (Ctrl-C stops only a cluster that is still starting: hack/cluster.sh
+# up undoes a start that did not finish); `make cluster-down` removes it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,12 +72,18 @@ the internal registry, from which the node pulls it), then call it:
   $KUBECTL apply -f config/samples/function-sample.yaml
   $KUBECTL get functions -w
   curl http://\$($KUBECTL get service hello -o jsonpath='{.spec.clusterIP}')/
-  $KUBECTL logs deployment/hello                     # the Function's log
   $KUBECTL describe function hello                   # conditions and events
+
+The Function's log (its Deployment is named hello-<suffix>: select its Pods
+by their labels):
+
+  $KUBECTL logs -l serverless.kyma-project.io/function-name=hello,serverless.kyma-project.io/resource=deployment
 
 Logs:
   $KUBECTL -n $NS logs deployment/serverless-manager -f
   $KUBECTL -n $NS logs deployment/serverless-ctrl-mngr -f
 
-\`make cluster-down\` stops the cluster and removes its state.
+The cluster keeps running after this script returns, or when it is
+interrupted after the cluster started; \`make cluster-down\` stops it and
+removes its state.
 EOT

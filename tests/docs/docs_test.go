@@ -6,7 +6,9 @@ package docs
 // every relative link resolves; the resource pages name every field of the
 // APIs, the allow-listed build flags and the presets of the chart; the
 // tutorials' YAML decodes and each tutorial is applied by the e2e test;
-// package registries are named, never their hosts.
+// package registries are named, never their hosts; every list of the
+// runtimes, in the pages and in the dashboard's and CLI's extensions, has
+// all the runtimes the CRD accepts.
 
 import (
 	"go/ast"
@@ -717,4 +719,80 @@ func TestRuntimesAreDocumented(t *testing.T) {
 	for _, rt := range v1alpha2.Runtimes() {
 		assert.Contains(t, p.Text, "`"+string(rt)+"`", "%s names runtime %s", functionCR, rt)
 	}
+}
+
+// runtimeName is a runtime as the documentation and the module's
+// extensions name it: its identifier (`nodejs22`, also inside an image
+// name such as function-runtime-nodejs22) or its language and version
+// (Node.js 22, Python 3.12).
+var runtimeName = regexp.MustCompile(`\b(nodejs\d+|python\d+)\b|Node\.js (\d+)|Python 3\.(\d+)`)
+
+// runtimesNamed are the runtimes text names, as identifiers.
+func runtimesNamed(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range runtimeName.FindAllStringSubmatch(text, -1) {
+		switch {
+		case m[1] != "":
+			out[m[1]] = true
+		case m[2] != "":
+			out["nodejs"+m[2]] = true
+		default:
+			out["python3"+m[3]] = true
+		}
+	}
+	return out
+}
+
+// listsRuntimes: text names a Node.js and a Python runtime, so it lists
+// the runtimes rather than using one in an example.
+func listsRuntimes(named map[string]bool) bool {
+	var node, python bool
+	for rt := range named {
+		node = node || strings.HasPrefix(rt, "nodejs")
+		python = python || strings.HasPrefix(rt, "python")
+	}
+	return node && python
+}
+
+// runtimeListFiles are the module's extensions of Kyma dashboard and Kyma
+// CLI, which list the runtimes in their forms and flags.
+var runtimeListFiles = []string{
+	"charts/serverless/templates/busola-functions.yaml",
+	"charts/serverless/files/cli/kyma-commands.yaml",
+	"config/ui-extensions/serverless.yaml",
+}
+
+// Wherever the documentation or the module's extensions list the runtimes
+// (a paragraph, list item or table of a page, a line of an extension that
+// names a Node.js and a Python runtime), they list every runtime the CRD
+// accepts: a new runtime cannot be left out of one list.
+func TestRuntimeListsAreComplete(t *testing.T) {
+	want := v1alpha2.Runtimes()
+	lists := 0
+	check := func(where, text string) {
+		named := runtimesNamed(text)
+		if !listsRuntimes(named) {
+			return
+		}
+		lists++
+		for _, rt := range want {
+			assert.True(t, named[string(rt)], "%s lists runtimes but not %s: %q", where, rt, strings.TrimSpace(text))
+		}
+	}
+	for _, p := range allPages(t) {
+		for _, unit := range strings.Split(p.Prose(), "\n\n") {
+			check(p.Path, unit)
+		}
+	}
+	root := repo.MustRoot()
+	for _, f := range runtimeListFiles {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		for i, l := range strings.Split(string(data), "\n") {
+			check(f+":"+strconv.Itoa(i+1), l)
+		}
+	}
+	// The lists this test must find: the Function CR page, the runtimes
+	// page, the dashboard form's and the CLI's flags.
+	assert.GreaterOrEqual(t, lists, 4, "lists of runtimes found")
 }

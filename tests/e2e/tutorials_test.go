@@ -76,15 +76,19 @@ func TestTutorials(t *testing.T) {
 		follow("01-20-create-git-function.md", tu.gitFunction),
 		follow("01-30-use-private-npm-registry.md", tu.privateNPMRegistry),
 		follow("01-40-inject-secrets.md", tu.secrets),
+		follow("01-41-inject-environment-variables.md", tu.environmentVariables),
 		follow("01-50-scale-function.md", tu.scale),
 		follow("01-80-expose-function.md", tu.expose),
 		follow("01-90-subscribe-to-events.md", tu.events),
+		follow("01-92-customize-function-traces.md", tu.customTraces),
+		follow("01-93-override-runtime-image.md", tu.overrideRuntimeImage),
 	)
 	// These change the Serverless CR (each restores it): one at a time,
 	// with nothing else running.
 	for _, s := range []subtest{
 		follow("01-60-switch-function-mode.md", tu.switchMode),
 		follow("01-70-use-external-registry.md", tu.externalRegistry),
+		follow("01-91-send-events.md", tu.sendEvents),
 	} {
 		t.Run(s.name, s.run)
 	}
