@@ -39,21 +39,26 @@ type FailureRecorder interface {
 	WakeFailed(fn types.NamespacedName, f *Failure)
 }
 
-// Reasons a held request is answered 503.
+// FailureReason says why a held request is answered 503. Users see it in
+// the 503 and, once the activator is wired, in the Function's events; the
+// wiring moves these values into the Function API's reasons, where
+// tests/docs asks for their troubleshooting guide
+// (docs/contributor/scale-to-zero.md).
+type FailureReason string
+
 const (
-	// ReasonWakeFailed: the Function could not be asked for a replica.
-	ReasonWakeFailed = "WakeFailed"
-	// ReasonStartFailed: the Function reports that its replicas cannot
-	// start (an image that cannot be pulled, a crashing container).
-	ReasonStartFailed = "StartFailed"
-	// ReasonWakeTimeout: no replica became ready within the timeout.
-	ReasonWakeTimeout = "WakeTimeout"
+	// WakeFailed: the Function could not be asked for a replica.
+	WakeFailed FailureReason = "WakeFailed"
+	// StartFailed: the Function reports that its replicas cannot start
+	// (an image that cannot be pulled, a crashing container).
+	StartFailed FailureReason = "StartFailed"
+	// WakeTimeout: no replica became ready within the timeout.
+	WakeTimeout FailureReason = "WakeTimeout"
 )
 
 // Failure is why a Function could not be woken.
 type Failure struct {
-	// Reason is one of the Reason constants.
-	Reason string
+	Reason FailureReason
 	// Cause is a short word from the Function's status (such as a
 	// condition's reason), safe to show any caller; may be empty.
 	Cause string
@@ -63,7 +68,7 @@ type Failure struct {
 }
 
 func (f *Failure) Error() string {
-	msg := f.Reason
+	msg := string(f.Reason)
 	if f.Cause != "" {
 		msg += " (" + f.Cause + ")"
 	}
@@ -258,7 +263,7 @@ func (h *Holder) wake(fn types.NamespacedName, a *attempt) {
 	result := wakeResultReady
 	if failure != nil {
 		result = wakeResultFailed
-		if failure.Reason == ReasonWakeTimeout {
+		if failure.Reason == WakeTimeout {
 			result = wakeResultTimeout
 		}
 		if h.recorder != nil {
@@ -268,7 +273,7 @@ func (h *Holder) wake(fn types.NamespacedName, a *attempt) {
 	h.metrics.wake.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	h.mu.Lock()
 	a.target, a.failure = target, failure
-	if failure != nil && failure.Reason != ReasonWakeTimeout {
+	if failure != nil && failure.Reason != WakeTimeout {
 		a.retryAt = time.Now().Add(h.backoff)
 	} else {
 		// Requests from now on find the replica ready or start a new
@@ -281,27 +286,27 @@ func (h *Holder) wake(fn types.NamespacedName, a *attempt) {
 
 func (h *Holder) tryWake(ctx context.Context, fn types.NamespacedName) (*url.URL, *Failure) {
 	if err := h.waker.Wake(ctx, fn); err != nil {
-		return nil, h.failure(ctx, ReasonWakeFailed, fmt.Errorf("asking for a replica: %w", err))
+		return nil, h.failure(ctx, WakeFailed, fmt.Errorf("asking for a replica: %w", err))
 	}
 	target, err := h.replicas.Await(ctx, fn)
 	if err != nil {
-		return nil, h.failure(ctx, ReasonStartFailed, fmt.Errorf("waiting for a ready replica: %w", err))
+		return nil, h.failure(ctx, StartFailed, fmt.Errorf("waiting for a ready replica: %w", err))
 	}
 	if target == nil {
-		return nil, &Failure{Reason: ReasonStartFailed, Detail: "a ready replica was reported without an address"}
+		return nil, &Failure{Reason: StartFailed, Detail: "a ready replica was reported without an address"}
 	}
 	return target, nil
 }
 
 // failure turns err into a Failure: the one it wraps, a timeout when the
 // wake ran out of time, else reason.
-func (h *Holder) failure(ctx context.Context, reason string, err error) *Failure {
+func (h *Holder) failure(ctx context.Context, reason FailureReason, err error) *Failure {
 	var f *Failure
 	if errors.As(err, &f) {
 		return f
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &Failure{Reason: ReasonWakeTimeout, Detail: fmt.Sprintf("no replica ready within %s: %v", h.timeout, err)}
+		return &Failure{Reason: WakeTimeout, Detail: fmt.Sprintf("no replica ready within %s: %v", h.timeout, err)}
 	}
 	return &Failure{Reason: reason, Detail: err.Error()}
 }
@@ -345,22 +350,22 @@ func forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
 // unavailable answers 503 with the reason in the body, for any caller:
 // the Failure's Detail stays out of it.
 func unavailable(w http.ResponseWriter, fn types.NamespacedName, f *Failure, timeout time.Duration) {
-	why := map[string]string{
-		ReasonWakeFailed:  "it is scaled to zero and could not be scaled up",
-		ReasonStartFailed: "its replicas cannot start",
-		ReasonWakeTimeout: "no replica became ready within " + timeout.String(),
+	why := map[FailureReason]string{
+		WakeFailed:  "it is scaled to zero and could not be scaled up",
+		StartFailed: "its replicas cannot start",
+		WakeTimeout: "no replica became ready within " + timeout.String(),
 	}[f.Reason]
 	if why == "" {
 		why = "it could not be woken"
 	}
-	reason := f.Reason
+	reason := string(f.Reason)
 	if f.Cause != "" {
 		reason += ": " + f.Cause
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set(HeaderReason, f.Reason)
-	if f.Reason == ReasonWakeTimeout {
+	w.Header().Set(HeaderReason, string(f.Reason))
+	if f.Reason == WakeTimeout {
 		// The replica may still come: worth a try later.
 		w.Header().Set("Retry-After", strconv.Itoa(int(min(timeout, 30*time.Second).Seconds())))
 	}

@@ -341,7 +341,7 @@ func TestHolderAnswers503WithTheReason(t *testing.T) {
 		wakeErr error
 		// reported is what the Function reports while the request is held.
 		reported   error
-		wantReason string
+		wantReason FailureReason
 		wantCause  string
 		wantBody   []string
 		wantDetail string
@@ -350,24 +350,24 @@ func TestHolderAnswers503WithTheReason(t *testing.T) {
 	}{
 		{
 			name: "the wake is refused: at once", timeout: time.Hour, wakeErr: errors.New(secretish),
-			wantReason: ReasonWakeFailed, wantBody: []string{"(WakeFailed)", "could not be scaled up"},
+			wantReason: WakeFailed, wantBody: []string{"(WakeFailed)", "could not be scaled up"},
 			wantDetail: secretish, wantResult: wakeResultFailed,
 		},
 		{
 			name: "the replicas cannot start: at once", timeout: time.Hour,
-			reported:   &Failure{Reason: ReasonStartFailed, Cause: "ImagePullBackOff", Detail: `Back-off pulling image "registry.internal/secret-project/hello"`},
-			wantReason: ReasonStartFailed, wantCause: "ImagePullBackOff",
+			reported:   &Failure{Reason: StartFailed, Cause: "ImagePullBackOff", Detail: `Back-off pulling image "registry.internal/secret-project/hello"`},
+			wantReason: StartFailed, wantCause: "ImagePullBackOff",
 			wantBody:   []string{"(StartFailed: ImagePullBackOff)", "its replicas cannot start"},
 			wantDetail: "registry.internal/secret-project/hello", wantResult: wakeResultFailed,
 		},
 		{
 			name: "another error while waiting", timeout: time.Hour, reported: errors.New("the Function was deleted"),
-			wantReason: ReasonStartFailed, wantBody: []string{"(StartFailed)"},
+			wantReason: StartFailed, wantBody: []string{"(StartFailed)"},
 			wantDetail: "waiting for a ready replica: the Function was deleted", wantResult: wakeResultFailed,
 		},
 		{
 			name: "no replica in time", timeout: 200 * time.Millisecond,
-			wantReason: ReasonWakeTimeout, wantBody: []string{"(WakeTimeout)", "no replica became ready within 200ms"},
+			wantReason: WakeTimeout, wantBody: []string{"(WakeTimeout)", "no replica became ready within 200ms"},
 			wantDetail: "no replica ready within 200ms: waiting for a ready replica: 0 of 1 replicas ready", wantResult: wakeResultTimeout,
 		},
 	}
@@ -391,7 +391,7 @@ func TestHolderAnswers503WithTheReason(t *testing.T) {
 			for i, a := range answers {
 				require.NoError(t, a.err, "request %d", i)
 				assert.Equal(t, http.StatusServiceUnavailable, a.status, "request %d", i)
-				assert.Equal(t, tt.wantReason, a.header.Get(HeaderReason))
+				assert.Equal(t, string(tt.wantReason), a.header.Get(HeaderReason))
 				assert.Equal(t, "text/plain; charset=utf-8", a.header.Get("Content-Type"))
 				assert.Contains(t, a.body, "Function default/hello is unavailable")
 				for _, part := range tt.wantBody {
@@ -399,7 +399,7 @@ func TestHolderAnswers503WithTheReason(t *testing.T) {
 				}
 				assert.NotContains(t, a.body, tt.wantDetail, "details stay out of the answer to any caller")
 			}
-			if tt.wantReason == ReasonWakeTimeout {
+			if tt.wantReason == WakeTimeout {
 				assert.NotEmpty(t, answers[0].header.Get("Retry-After"))
 			} else {
 				assert.Empty(t, answers[0].header.Get("Retry-After"))
@@ -424,7 +424,7 @@ func TestHolderWakesAgainAfterAFailure(t *testing.T) {
 	done := make(chan answer, 1)
 	go func() { done <- h.send(context.Background(), http.MethodGet, "/", nil, nil) }()
 	waitFor(t, "the first request held", h.heldAre(t, 1))
-	h.replicas.set(nil, &Failure{Reason: ReasonStartFailed, Cause: "CrashLoopBackOff"})
+	h.replicas.set(nil, &Failure{Reason: StartFailed, Cause: "CrashLoopBackOff"})
 	first := <-done
 	require.NoError(t, first.err)
 	assert.Equal(t, http.StatusServiceUnavailable, first.status)
@@ -496,7 +496,7 @@ func TestHolderFailureBackoff(t *testing.T) {
 		a := h.send(context.Background(), http.MethodGet, "/", nil, nil)
 		require.NoError(t, a.err)
 		assert.Equal(t, http.StatusServiceUnavailable, a.status, "request %d", i)
-		assert.Equal(t, ReasonWakeFailed, a.header.Get(HeaderReason), "request %d", i)
+		assert.Equal(t, string(WakeFailed), a.header.Get(HeaderReason), "request %d", i)
 	}
 	assert.Equal(t, int32(1), h.waker.calls.Load(), "requests within the backoff start no wake")
 	assert.Len(t, h.recorder.seen(), 1)
@@ -507,7 +507,7 @@ func TestHolderNoBackoffAfterATimeout(t *testing.T) {
 	for i := range 2 {
 		a := h.send(context.Background(), http.MethodGet, "/", nil, nil)
 		require.NoError(t, a.err)
-		assert.Equal(t, ReasonWakeTimeout, a.header.Get(HeaderReason), "request %d", i)
+		assert.Equal(t, string(WakeTimeout), a.header.Get(HeaderReason), "request %d", i)
 	}
 	assert.Equal(t, int32(2), h.waker.calls.Load(), "each request after a timeout wakes again")
 }
