@@ -275,6 +275,9 @@ func (h *Holder) wake(fn types.NamespacedName, a *attempt) {
 	a.target, a.failure = target, failure
 	if failure != nil && failure.Reason != WakeTimeout {
 		a.retryAt = time.Now().Add(h.backoff)
+		// Forgotten after the backoff, so Functions deleted meanwhile
+		// leave nothing behind.
+		time.AfterFunc(h.backoff, func() { h.forget(fn, a) })
 	} else {
 		// Requests from now on find the replica ready or start a new
 		// wake; after a timeout the replica may be close.
@@ -282,6 +285,15 @@ func (h *Holder) wake(fn types.NamespacedName, a *attempt) {
 	}
 	close(a.done)
 	h.mu.Unlock()
+}
+
+// forget drops a finished attempt unless a newer one replaced it.
+func (h *Holder) forget(fn types.NamespacedName, a *attempt) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.attempts[fn] == a {
+		delete(h.attempts, fn)
+	}
 }
 
 func (h *Holder) tryWake(ctx context.Context, fn types.NamespacedName) (*url.URL, *Failure) {

@@ -511,3 +511,15 @@ func TestHolderNoBackoffAfterATimeout(t *testing.T) {
 	}
 	assert.Equal(t, int32(2), h.waker.calls.Load(), "each request after a timeout wakes again")
 }
+
+func TestHolderForgetsFailuresAfterTheBackoff(t *testing.T) {
+	h := newHarnessBackoff(t, time.Hour, time.Millisecond, errors.New("not found"))
+	a := h.send(context.Background(), http.MethodGet, "/", nil, nil)
+	require.NoError(t, a.err)
+	assert.Equal(t, http.StatusServiceUnavailable, a.status)
+	waitFor(t, "the failed wake forgotten", func() (bool, string) {
+		h.holder.mu.Lock()
+		defer h.holder.mu.Unlock()
+		return len(h.holder.attempts) == 0, fmt.Sprintf("%d attempts kept", len(h.holder.attempts))
+	})
+}
