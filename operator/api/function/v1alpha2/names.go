@@ -42,6 +42,10 @@ const (
 
 	// AnnotationContinuousGitCheckout "true" checks the Git remote on every pass.
 	AnnotationContinuousGitCheckout = "serverless.kyma-project.io/continuousGitCheckout"
+	// AnnotationScaleToZeroAfter is how long a Function with
+	// scaleConfig.minReplicas 0 may go without a request before it is
+	// scaled to zero (a Go duration such as 90s or 5m).
+	AnnotationScaleToZeroAfter = "serverless.kyma-project.io/scale-to-zero-after"
 )
 
 // Condition types of a Function.
