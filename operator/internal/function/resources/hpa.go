@@ -14,7 +14,8 @@ import (
 // Name, labels, target and bounds are 1.8.4's. The metric is not: 1.8.4's
 // targetCPUUtilizationPercentage averages the whole Pod, so a sidecar (Istio's
 // proxy) moves it; a ContainerResource metric counts the function container
-// alone, against that container's CPU request.
+// alone, against that container's CPU request (docs/contributor/architecture.md,
+// Function Controller).
 func HPA(in Inputs) *autoscalingv2.HorizontalPodAutoscaler {
 	fn := in.Function
 	sc := fn.Spec.ScaleConfig
