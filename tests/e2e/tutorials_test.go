@@ -381,6 +381,14 @@ func (tu *tutorials) scale(t *testing.T, p docs.Page) {
 	assert.Equal(t, int32(4), hpa.Spec.MaxReplicas)
 	assert.Equal(t, "Function", hpa.Spec.ScaleTargetRef.Kind)
 	assert.Equal(t, "hello-scale", hpa.Spec.ScaleTargetRef.Name)
+	// The page says only the function container's CPU is measured.
+	require.Len(t, hpa.Spec.Metrics, 1)
+	assert.Equal(t, autoscalingv2.ContainerResourceMetricSourceType, hpa.Spec.Metrics[0].Type)
+	if cr := hpa.Spec.Metrics[0].ContainerResource; assert.NotNil(t, cr, "a ContainerResource metric") {
+		assert.Equal(t, "function", cr.Container)
+		assert.Equal(t, corev1.ResourceCPU, cr.Name)
+		assert.Equal(t, autoscalingv2.UtilizationMetricType, cr.Target.Type)
+	}
 	assert.Contains(t, tu.sh(t, p, ns, `kubectl get hpa -n "$NAMESPACE" -l serverless.kyma-project.io/function-name=hello-scale`), hpa.Name)
 	f.waitFunction(ns, "hello-scale", "to keep running under its autoscaler", 2*time.Minute, func(fn *v1alpha2.Function) bool {
 		return isRunning(fn) && fn.Status.Replicas >= 2

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,7 +112,7 @@ func CacheOptions(cfg *config.Config) (cache.Options, error) {
 			&batchv1.Job{}:                           {Label: managed, Transform: jobTransform},
 			&appsv1.Deployment{}:                     {Label: managed},
 			&corev1.Service{}:                        {Label: managed},
-			&autoscalingv1.HorizontalPodAutoscaler{}: {Label: managed},
+			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: managed},
 			&corev1.ConfigMap{}:                      perNamespace(labels.Everything()),
 			&corev1.Secret{}:                         perNamespace(bases),
 			&corev1.ServiceAccount{}:                 perNamespace(bases),

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -97,7 +97,7 @@ func TestBuildlessMode(t *testing.T) {
 	e.readyDeployment(t, e.waitDeployment(t, built, "built"))
 	e.waitCondition(t, built, "built", v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Len(c, children(c, e, built, "built", &autoscalingv1.HorizontalPodAutoscalerList{}).Items, 1)
+		assert.Len(c, children(c, e, built, "built", &autoscalingv2.HorizontalPodAutoscalerList{}).Items, 1)
 		assert.NotEmpty(c, copiesIn(c, e, built))
 	}, eventual, tick)
 	require.Len(t, children(t, e, built, "built", &corev1.ConfigMapList{}).Items, 1, "the source ConfigMap")
@@ -141,7 +141,7 @@ func TestBuildlessMode(t *testing.T) {
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			assert.Empty(c, e.jobs(c, built, "built"), "build Jobs")
 			assert.Empty(c, children(c, e, built, "built", &corev1.ConfigMapList{}).Items, "source ConfigMap")
-			assert.Empty(c, children(c, e, built, "built", &autoscalingv1.HorizontalPodAutoscalerList{}).Items, "HPA")
+			assert.Empty(c, children(c, e, built, "built", &autoscalingv2.HorizontalPodAutoscalerList{}).Items, "HPA")
 			assert.Empty(c, copiesIn(c, e, built), "copies")
 		}, eventual, tick)
 		time.Sleep(time.Second)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -304,13 +305,13 @@ func TestFunctionController(t *testing.T) {
 		assert.Equal(t, "fast", fn.Status.BuildResourceProfile)
 		assert.Equal(t, "1Gi", ptrTo(e.deployments(t, ns, "full")[0].Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]).String())
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			assert.Len(c, children(c, e, ns, "full", &autoscalingv1.HorizontalPodAutoscalerList{}).Items, 1)
+			assert.Len(c, children(c, e, ns, "full", &autoscalingv2.HorizontalPodAutoscalerList{}).Items, 1)
 		}, eventual, tick)
 
 		before := e.writes.of(ns, "full")
 		t.Logf("writes for a Function with every option: %d %v", total(before), before)
 		// Touch every child: each triggers a pass that must find nothing to change.
-		for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.ServiceList{}, &autoscalingv1.HorizontalPodAutoscalerList{}} {
+		for _, l := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.ServiceList{}, &autoscalingv2.HorizontalPodAutoscalerList{}} {
 			children(t, e, ns, "full", l)
 			items, err := meta.ExtractList(l)
 			require.NoError(t, err)
@@ -324,12 +325,14 @@ func TestFunctionController(t *testing.T) {
 		assert.Equal(t, before, e.writes.of(ns, "full"))
 	})
 
-	t.Run("takeover of a 1.8.4 Function: no Job, no rollout", func(t *testing.T) {
+	t.Run("takeover of a 1.8.4 Function: no Job, no rollout, its HPA updated in place", func(t *testing.T) {
 		ctx := context.Background()
 		e.stop() // 1.8.4 ran until now
 		ns := e.namespace(t, "takeover")
 		e.createFunction(t, ns, "old")
 		fn := e.function(t, ns, "old")
+		fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptrTo(int32(1)), MaxReplicas: ptrTo(int32(3))}
+		require.NoError(t, e.c.Update(ctx, fn))
 		cfg := controllerConfig(t)
 		in := resources.Inputs{Function: fn, Config: &cfg, Registry: resources.Registry{PushAddress: "registry.example:5000", PullAddress: "registry.example:5000"},
 			BaseImage: "example.org/function-runtime-python312:1"}
@@ -346,6 +349,12 @@ func TestFunctionController(t *testing.T) {
 		require.NoError(t, e.c.Create(ctx, dep))
 		e.readyDeployment(t, *dep)
 		require.NoError(t, e.c.Create(ctx, resources.Service(in)))
+		// 1.8.4's autoscaler: autoscaling/v1, a CPU target for the whole Pod.
+		hpa := &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: resources.HPA(in).ObjectMeta, Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: v1alpha2.GroupVersion.String(), Kind: "Function", Name: "old"},
+			MinReplicas:    ptrTo(int32(1)), MaxReplicas: 3, TargetCPUUtilizationPercentage: ptrTo(cfg.TargetCPUUtilizationPercentage),
+		}}
+		require.NoError(t, e.c.Create(ctx, hpa))
 		now := metav1.Now()
 		fn.Status = v1alpha2.FunctionStatus{
 			Runtime: v1alpha2.RuntimePython312, RuntimeImage: in.BaseImage, PodSelector: resources.PodSelector(fn), Replicas: 1,
@@ -372,7 +381,13 @@ func TestFunctionController(t *testing.T) {
 		assert.Equal(t, depBefore.ResourceVersion, deps[0].ResourceVersion, "Deployment untouched")
 		w := e.writes.of(ns, "old")
 		t.Logf("writes to take over a 1.8.4 Function: %v", w)
-		assert.Equal(t, map[string]int{"patch/status *v1alpha2.Function": 1}, w, "one status write (builtImage, observedGeneration)")
+		assert.Equal(t, map[string]int{"patch/status *v1alpha2.Function": 1, "update *v2.HorizontalPodAutoscaler": 1}, w,
+			"one status write (builtImage, observedGeneration) and the HPA's metric")
+		hpas := children(t, e, ns, "old", &autoscalingv2.HorizontalPodAutoscalerList{}).Items
+		require.Len(t, hpas, 1)
+		assert.Equal(t, hpa.UID, hpas[0].UID, "the same HPA")
+		assert.Equal(t, hpa.Labels, hpas[0].Labels)
+		assert.Equal(t, resources.HPA(in).Spec.Metrics, hpas[0].Spec.Metrics, "the function container's CPU")
 		got := e.function(t, ns, "old")
 		assert.Equal(t, v1alpha2.ReasonDeploymentReady, conditionOf(got, v1alpha2.ConditionRunning).Reason)
 	})

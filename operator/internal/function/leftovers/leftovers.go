@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -250,7 +250,7 @@ func (s *Sweeper) functionsIn(ctx context.Context, ns string) ([]types.Namespace
 var childKinds = []schema.GroupVersionKind{
 	batchv1.SchemeGroupVersion.WithKind("Job"),
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"),
-	autoscalingv1.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"),
+	autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"),
 }
 
 // list reads the leftovers: the Functions' children by the controller's

@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,7 +115,7 @@ func TestLeftovers(t *testing.T) {
 		child(&batchv1.Job{}, "ns1", "a", "a-build-1"),
 		child(&batchv1.Job{}, "ns1", "a", "a-build-2"),
 		child(&corev1.ConfigMap{}, "ns1", "a", "a-src"),
-		child(&autoscalingv1.HorizontalPodAutoscaler{}, "ns1", "a", "a-hpa"),
+		child(&autoscalingv2.HorizontalPodAutoscaler{}, "ns1", "a", "a-hpa"),
 		child(&corev1.ConfigMap{}, "ns1", "b", "b-src"),
 		copyOf(&corev1.Secret{}, "ns1", "serverless-registry-config-default", v1alpha2.ConfigCredentials),
 		copyOf(&corev1.ConfigMap{}, "ns1", "dockerfile-nodejs22", v1alpha2.ConfigRuntime),

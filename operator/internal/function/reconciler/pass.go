@@ -4,7 +4,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +34,7 @@ type pass struct {
 	jobs        []batchv1.Job
 	deployments []appsv1.Deployment
 	services    []corev1.Service
-	hpas        []autoscalingv1.HorizontalPodAutoscaler
+	hpas        []autoscalingv2.HorizontalPodAutoscaler
 	buildPods   []corev1.Pod // Pods of its build Jobs (the cache holds no others)
 
 	gitKeys *git.SecretKeys // the auth Secret's layout (buildless Git Functions with auth)

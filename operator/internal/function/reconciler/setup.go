@@ -6,7 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -61,7 +61,7 @@ func (r *Reconciler) watchBuilds(b *builder.Builder) *builder.Builder {
 	return b.
 		Owns(&corev1.ConfigMap{}).
 		Owns(&batchv1.Job{}).
-		Owns(&autoscalingv1.HorizontalPodAutoscaler{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Watches(&batchv1.Job{}, r.slots.WakeHandler()).
 		WatchesRawSource(source.Channel(r.slots.wake, &handler.EnqueueRequestForObject{})).
 		// A build Pod's end carries its steps' messages (the digest).

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +27,7 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	var (
 		cms  corev1.ConfigMapList
 		jobs batchv1.JobList
-		hpas autoscalingv1.HorizontalPodAutoscalerList
+		hpas autoscalingv2.HorizontalPodAutoscalerList
 		pods corev1.PodList
 	)
 	if err := r.list(ctx, p, &cms, &jobs, &hpas, &pods); err != nil {

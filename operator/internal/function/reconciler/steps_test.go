@@ -3,13 +3,14 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -526,31 +527,92 @@ func TestForeignServiceIsNotTakenOver(t *testing.T) {
 	assert.Equal(t, int32(1234), svc.Spec.Ports[0].Port, "left alone")
 }
 
+// functionCPU is the metric the controller's HPAs carry: the function
+// container's CPU in percent of its request (testConfig's target, 50).
+var functionCPU = []autoscalingv2.MetricSpec{{
+	Type: autoscalingv2.ContainerResourceMetricSourceType,
+	ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: corev1.ResourceCPU, Container: resources.ContainerFunction,
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}},
+}}
+
+func (f *fixture) hpas(t *testing.T) []autoscalingv2.HorizontalPodAutoscaler {
+	t.Helper()
+	var l autoscalingv2.HorizontalPodAutoscalerList
+	require.NoError(t, f.client.List(context.Background(), &l, client.InNamespace(testNS)))
+	return l.Items
+}
+
+// hpaWrites keeps the HPA entries of a writeCounter's counts.
+func hpaWrites(counts map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, n := range counts {
+		if strings.HasSuffix(k, ".HorizontalPodAutoscaler") {
+			out[k] = n
+		}
+	}
+	return out
+}
+
 func TestHPAFollowsScaleConfig(t *testing.T) {
 	fn := newFunction("hello")
 	fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](4)}
 	f := builtFixture(t, fn)
+	f.writes.take()
 	f.reconcile(t, "hello")
-	hpas := func() []autoscalingv1.HorizontalPodAutoscaler {
-		var l autoscalingv1.HorizontalPodAutoscalerList
-		require.NoError(t, f.client.List(context.Background(), &l, client.InNamespace(testNS)))
-		return l.Items
-	}
-	require.Len(t, hpas(), 1)
-	assert.Equal(t, int32(4), hpas()[0].Spec.MaxReplicas)
+	assert.Equal(t, map[string]int{"create *v2.HorizontalPodAutoscaler": 1}, hpaWrites(f.writes.take()))
+	require.Len(t, f.hpas(t), 1)
+	assert.Equal(t, int32(4), f.hpas(t)[0].Spec.MaxReplicas)
+	assert.Equal(t, functionCPU, f.hpas(t)[0].Spec.Metrics)
+	f.reconcile(t, "hello")
+	assert.Empty(t, hpaWrites(f.writes.take()), "the next pass writes no HPA")
 
 	got := f.function(t, "hello")
 	got.Spec.ScaleConfig.MaxReplicas = ptr.To[int32](6)
 	require.NoError(t, f.client.Update(context.Background(), got))
 	f.reconcile(t, "hello")
-	require.Len(t, hpas(), 1)
-	assert.Equal(t, int32(6), hpas()[0].Spec.MaxReplicas)
+	require.Len(t, f.hpas(t), 1)
+	assert.Equal(t, int32(6), f.hpas(t)[0].Spec.MaxReplicas)
 
 	got = f.function(t, "hello")
 	got.Spec.ScaleConfig = nil
 	require.NoError(t, f.client.Update(context.Background(), got))
 	f.reconcile(t, "hello")
-	assert.Empty(t, hpas())
+	assert.Empty(t, f.hpas(t))
+}
+
+// An HPA 1.8.4 made (autoscaling/v1, the Pod's CPU; through autoscaling/v2
+// a Resource metric) is updated in place to the function container's CPU:
+// same object, name and labels, and nothing more to write on the next pass.
+func TestHPAOfRelease184IsUpdatedInPlace(t *testing.T) {
+	fn := newFunction("hello")
+	fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](5)}
+	old := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-x7k2p", GenerateName: "hello-", Namespace: testNS, UID: "uid-old-hpa",
+			Labels:            resources.FunctionLabels(fn),
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC))},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "serverless.kyma-project.io/v1alpha2", Kind: "Function", Name: "hello"},
+			MinReplicas:    ptr.To[int32](2), MaxReplicas: 5,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}},
+		},
+	}
+	f := builtFixture(t, fn, old)
+	f.writes.take()
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"update *v2.HorizontalPodAutoscaler": 1}, hpaWrites(f.writes.take()))
+	hpas := f.hpas(t)
+	require.Len(t, hpas, 1)
+	assert.Equal(t, old.UID, hpas[0].UID, "the same object")
+	assert.Equal(t, old.Name, hpas[0].Name)
+	assert.Equal(t, old.Labels, hpas[0].Labels)
+	assert.Equal(t, old.Spec.ScaleTargetRef, hpas[0].Spec.ScaleTargetRef)
+	assert.Equal(t, int32(2), *hpas[0].Spec.MinReplicas)
+	assert.Equal(t, int32(5), hpas[0].Spec.MaxReplicas)
+	assert.Equal(t, functionCPU, hpas[0].Spec.Metrics)
+
+	f.reconcile(t, "hello")
+	assert.Empty(t, hpaWrites(f.writes.take()), "the next pass writes no HPA")
 }
 
 func TestExtraChildrenAreDeletedKeepingTheOldest(t *testing.T) {

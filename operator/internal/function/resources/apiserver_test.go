@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,9 +111,13 @@ func TestAPIServerRoundTrip(t *testing.T) {
 			assert.False(t, changed, "Service")
 
 			if hpa := HPA(in); hpa != nil {
-				require.NoError(t, c.Create(ctx, hpa))
+				require.NoError(t, c.Create(ctx, hpa), "the API server accepts the HPA")
 				_, changed = UpdateHPA(hpa, HPA(in))
 				assert.False(t, changed, "HPA")
+				stored := &autoscalingv2.HorizontalPodAutoscaler{}
+				require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(hpa), stored))
+				_, changed = UpdateHPA(stored, HPA(in))
+				assert.False(t, changed, "HPA read back")
 			}
 
 			// The objects read back from the server (not just the create
@@ -120,6 +126,73 @@ func TestAPIServerRoundTrip(t *testing.T) {
 			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(updated), live))
 			_, changed = UpdateDeployment(live, Deployment(in))
 			assert.False(t, changed, "Deployment read back")
+		})
+	}
+}
+
+// TestHPAAPIServerRoundTrip: an HPA as release 1.8.4 created it
+// (autoscaling/v1, the Pod's CPU) is read through autoscaling/v2, updated in
+// place to the function container's CPU, and then compares equal; so does an
+// HPA whose spec.behavior someone set, which the API server fills in with
+// defaults. No case writes twice.
+func TestHPAAPIServerRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	env := testenv.Start(t)
+	ctx := context.Background()
+	c := env.Client
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fn-test-1"}}))
+	fn := newFunction(v1alpha2.RuntimeNodejs22, func(fn *v1alpha2.Function) {
+		fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](5)}
+	})
+	in := inputs(fn)
+	desired := HPA(in)
+	require.NotNil(t, desired)
+
+	// Each case creates its HPA and returns its key.
+	tests := []struct {
+		name   string
+		create func(t *testing.T) client.ObjectKey
+		update bool
+	}{
+		{name: "release 1.8.4's autoscaling/v1 HPA", update: true, create: func(t *testing.T) client.ObjectKey {
+			old := &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: *desired.ObjectMeta.DeepCopy(), Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "serverless.kyma-project.io/v1alpha2", Kind: "Function", Name: fn.Name},
+				MinReplicas:    ptr.To[int32](2), MaxReplicas: 5, TargetCPUUtilizationPercentage: ptr.To[int32](50),
+			}}
+			require.NoError(t, c.Create(ctx, old))
+			return client.ObjectKeyFromObject(old)
+		}},
+		{name: "behavior set, defaulted by the API server", update: false, create: func(t *testing.T) client.ObjectKey {
+			h := desired.DeepCopy()
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}}
+			require.NoError(t, c.Create(ctx, h))
+			return client.ObjectKeyFromObject(h)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := tt.create(t)
+			live := &autoscalingv2.HorizontalPodAutoscaler{}
+			require.NoError(t, c.Get(ctx, key, live))
+			updated, changed := UpdateHPA(live, desired)
+			require.Equal(t, tt.update, changed, "live spec: %+v", live.Spec)
+			if changed {
+				require.NoError(t, c.Update(ctx, updated), "the API server accepts the update")
+			}
+
+			after := &autoscalingv2.HorizontalPodAutoscaler{}
+			require.NoError(t, c.Get(ctx, key, after))
+			assert.Equal(t, live.UID, after.UID, "the same object")
+			assert.Equal(t, desired.Labels, after.Labels)
+			assert.Equal(t, desired.Spec.ScaleTargetRef, after.Spec.ScaleTargetRef)
+			assert.Equal(t, desired.Spec.MinReplicas, after.Spec.MinReplicas)
+			assert.Equal(t, desired.Spec.MaxReplicas, after.Spec.MaxReplicas)
+			assert.Equal(t, desired.Spec.Metrics, after.Spec.Metrics)
+			assert.Equal(t, live.Spec.Behavior, after.Spec.Behavior, "behavior kept")
+			_, changed = UpdateHPA(after, desired)
+			assert.False(t, changed, "the next pass writes nothing")
 		})
 	}
 }

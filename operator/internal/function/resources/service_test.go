@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -36,19 +36,25 @@ func TestHPA(t *testing.T) {
 	tests := []struct {
 		name     string
 		fn       *v1alpha2.Function
+		target   int32 // the Serverless CR's targetCPUUtilizationPercentage
 		min, max int32
 		none     bool
 	}{
 		{name: "no scaleConfig", fn: newFunction(v1alpha2.RuntimeNodejs20), none: true},
 		{name: "min equals max", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](2), ptr.To[int32](2))), none: true},
-		{name: "range", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](2), ptr.To[int32](5))), min: 2, max: 5},
-		{name: "no min means 1", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(nil, ptr.To[int32](3))), min: 1, max: 3},
+		{name: "range", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](2), ptr.To[int32](5))), target: 50, min: 2, max: 5},
+		{name: "no min means 1", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(nil, ptr.To[int32](3))), target: 50, min: 1, max: 3},
+		{name: "target above 100", fn: newFunction(v1alpha2.RuntimePython312, scale(ptr.To[int32](1), ptr.To[int32](2))), target: 150, min: 1, max: 2},
 		{name: "max below min means min, no HPA", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](4), ptr.To[int32](2))), none: true},
 		{name: "no max means min, no HPA", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](3), nil)), none: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hpa := HPA(inputs(tt.fn))
+			in := inputs(tt.fn)
+			if tt.target != 0 {
+				in.Config.TargetCPUUtilizationPercentage = tt.target
+			}
+			hpa := HPA(in)
 			if tt.none {
 				assert.Nil(t, hpa)
 				return
@@ -57,10 +63,18 @@ func TestHPA(t *testing.T) {
 			assert.Equal(t, "hello-", hpa.GenerateName)
 			assert.Equal(t, FunctionLabels(tt.fn), hpa.Labels)
 			require.Len(t, hpa.OwnerReferences, 1)
-			assert.Equal(t, autoscalingv1.CrossVersionObjectReference{APIVersion: "serverless.kyma-project.io/v1alpha2", Kind: "Function", Name: "hello"}, hpa.Spec.ScaleTargetRef)
+			assert.Equal(t, autoscalingv2.CrossVersionObjectReference{APIVersion: "serverless.kyma-project.io/v1alpha2", Kind: "Function", Name: "hello"}, hpa.Spec.ScaleTargetRef)
 			assert.Equal(t, tt.min, *hpa.Spec.MinReplicas)
 			assert.Equal(t, tt.max, hpa.Spec.MaxReplicas)
-			assert.Equal(t, int32(50), *hpa.Spec.TargetCPUUtilizationPercentage)
+			// The function container's CPU alone, so a sidecar's does not count.
+			assert.Equal(t, []autoscalingv2.MetricSpec{{
+				Type: autoscalingv2.ContainerResourceMetricSourceType,
+				ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: corev1.ResourceCPU, Container: "function",
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(tt.target)}},
+			}}, hpa.Spec.Metrics)
+			assert.Nil(t, hpa.Spec.Behavior, "the API server's default scaling behaviour")
+			assert.Equal(t, hpa.Spec.Metrics[0].ContainerResource.Container, Deployment(in).Spec.Template.Spec.Containers[0].Name,
+				"the metric names the Deployment's function container")
 		})
 	}
 }

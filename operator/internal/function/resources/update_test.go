@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -144,7 +144,7 @@ func TestUpdateHPA(t *testing.T) {
 	})
 	desired := HPA(inputs(fn))
 	require.NotNil(t, desired)
-	live := func(mutate func(*autoscalingv1.HorizontalPodAutoscaler)) *autoscalingv1.HorizontalPodAutoscaler {
+	live := func(mutate func(*autoscalingv2.HorizontalPodAutoscaler)) *autoscalingv2.HorizontalPodAutoscaler {
 		h := desired.DeepCopy()
 		h.Name = "hello-abcde"
 		if mutate != nil {
@@ -152,32 +152,63 @@ func TestUpdateHPA(t *testing.T) {
 		}
 		return h
 	}
+	// What the API server stores once spec.behavior is set at all: every
+	// rule filled in with its defaults.
+	defaulted := &autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15}, {Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}}},
+		ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](300), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}}},
+	}
+	// 1.8.4's autoscaling/v1 targetCPUUtilizationPercentage, read through autoscaling/v2.
+	podCPU := autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+		Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}
 	tests := []struct {
 		name   string
-		live   *autoscalingv1.HorizontalPodAutoscaler
+		live   *autoscalingv2.HorizontalPodAutoscaler
 		update bool
 	}{
 		{"equal", live(nil), false},
-		{"max differs", live(func(h *autoscalingv1.HorizontalPodAutoscaler) { h.Spec.MaxReplicas = 9 }), true},
-		{"min differs", live(func(h *autoscalingv1.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptr.To[int32](2) }), true},
-		{"cpu target differs", live(func(h *autoscalingv1.HorizontalPodAutoscaler) {
-			h.Spec.TargetCPUUtilizationPercentage = ptr.To[int32](80)
+		{"behavior defaulted by the API server", live(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Behavior = defaulted }), false},
+		{"max differs", live(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MaxReplicas = 9 }), true},
+		{"min differs", live(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptr.To[int32](2) }), true},
+		{"cpu target differs", live(func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics[0].ContainerResource.Target.AverageUtilization = ptr.To[int32](80)
 		}), true},
-		{"target name differs", live(func(h *autoscalingv1.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Name = "other" }), true},
-		{"labels differ", live(func(h *autoscalingv1.HorizontalPodAutoscaler) { h.Labels["x"] = "y" }), true},
+		{"another container", live(func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics[0].ContainerResource.Container = "istio-proxy"
+		}), true},
+		{"1.8.4's Pod CPU target", live(func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics = []autoscalingv2.MetricSpec{podCPU}
+		}), true},
+		{"1.8.4's Pod CPU target, behavior set", live(func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics, h.Spec.Behavior = []autoscalingv2.MetricSpec{podCPU}, defaulted
+		}), true},
+		{"an extra metric", live(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Metrics = append(h.Spec.Metrics, podCPU) }), true},
+		{"no metric", live(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Metrics = nil }), true},
+		{"target name differs", live(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Name = "other" }), true},
+		{"labels differ", live(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Labels["x"] = "y" }), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before := tt.live.DeepCopy()
 			got, changed := UpdateHPA(tt.live, desired)
 			assert.Equal(t, tt.update, changed)
+			assert.Equal(t, before, tt.live, "live is not modified")
 			if !tt.update {
 				assert.Nil(t, got)
 				return
 			}
 			require.NotNil(t, got)
-			assert.Equal(t, desired.Spec, got.Spec)
+			assert.Equal(t, desired.Spec.ScaleTargetRef, got.Spec.ScaleTargetRef)
+			assert.Equal(t, desired.Spec.MinReplicas, got.Spec.MinReplicas)
+			assert.Equal(t, desired.Spec.MaxReplicas, got.Spec.MaxReplicas)
+			assert.Equal(t, desired.Spec.Metrics, got.Spec.Metrics)
+			assert.Equal(t, tt.live.Spec.Behavior, got.Spec.Behavior, "behavior kept")
 			assert.Equal(t, desired.Labels, got.Labels)
-			assert.Equal(t, "hello-abcde", got.Name)
+			assert.Equal(t, "hello-abcde", got.Name, "updated in place")
+			_, again := UpdateHPA(got, desired)
+			assert.False(t, again, "settles")
 		})
 	}
 }
