@@ -130,12 +130,24 @@ var ownSysctls = map[string]string{
 	"net/bridge/bridge-nf-call-ip6tables": "1",
 }
 
+// kubeletSysctls are the settings kubelet sets at start (its kernel
+// tunables: overcommit always, reboot 10 s after a panic, panic on oops,
+// key limits), for a down whose up ended before sysctlRecord.
+var kubeletSysctls = map[string]string{
+	"vm/overcommit_memory":      "1",
+	"vm/panic_on_oom":           "0",
+	"kernel/panic":              "10",
+	"kernel/panic_on_oops":      "1",
+	"kernel/keys/root_maxkeys":  "1000000",
+	"kernel/keys/root_maxbytes": "25000000",
+}
+
 // sysctls records the settings before anything changes them (once: a
 // record left by a killed run holds the machine's own values) and sets
 // ownSysctls. Down puts back only what the node changed and what still
 // holds the node's value: another program's change made since stays. The
-// node's values are recorded once it is up (sysctlRecord); before that,
-// only ownSysctls are known to be ours.
+// node's values are recorded once it is up (sysctlRecord); without that
+// record, ownSysctls and kubeletSysctls are the node's values.
 func (n *node) sysctls() action {
 	saved := n.path("saved", "sysctls.json")
 	ours := n.path("saved", "sysctls-ours.json")
@@ -162,6 +174,7 @@ func (n *node) sysctls() action {
 				return err
 			}
 			set := maps.Clone(ownSysctls)
+			maps.Copy(set, kubeletSysctls)
 			if err := readJSON(ours, &set); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}

@@ -97,3 +97,22 @@ func TestRestartKnowsTheNodeDaemonsOnly(t *testing.T) {
 	err := n.restart(t.Context(), "etcd")
 	require.ErrorContains(t, err, `"etcd" is none of kubelet, containerd, kube-proxy, coredns`)
 }
+
+// A daemon is told from every other process by its configuration file on
+// its command line: stop kills whatever names it, so an empty or missing
+// one would match any process.
+func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
+	n := newNode(testConfig(t))
+	for _, d := range []daemon{n.containerdDaemon(), n.kubeletDaemon(), n.kubeProxyDaemon(), n.coreDNSDaemon(), n.metricsServerDaemon(), n.registryDaemon()} {
+		t.Run(d.name, func(t *testing.T) {
+			require.NotEmpty(t, d.config)
+			assert.True(t, strings.HasPrefix(d.config, n.state+"/"), "below the state directory: %s", d.config)
+			named := false
+			for _, a := range d.args {
+				named = named || a == d.config || strings.HasSuffix(a, "="+d.config)
+			}
+			assert.True(t, named, "one of its arguments ends with %s: %v", d.config, d.args)
+		})
+	}
+	assert.ErrorContains(t, n.stop(daemon{name: "nameless"}), "names no configuration file")
+}

@@ -105,6 +105,10 @@ func (n *node) pidState(component string) string {
 // names the daemon's configuration file on its command line.
 func (n *node) stop(d daemon) error {
 	component, grace := d.name, d.grace
+	if d.config == "" {
+		// nothing would tell its processes from any other's
+		return fmt.Errorf("daemon %s names no configuration file", component)
+	}
 	defer func() {
 		_ = killProcesses(func(cmdline []byte) bool { return bytes.Contains(cmdline, []byte(d.config+"\x00")) })
 	}()

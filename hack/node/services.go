@@ -242,7 +242,8 @@ func (n *node) metricsServerDaemon() daemon {
 		"--kubelet-use-node-status-port",
 		"--node-selector=" + labelType + "=" + typeReal,
 		"--metric-resolution=10s",
-	}, grace: 5 * time.Second}
+		"--kubelet-request-timeout=5s", // less than the resolution, which metrics-server requires
+	}, config: kubeconfig, grace: 5 * time.Second}
 }
 
 func (n *node) registryDaemon() daemon {
