@@ -117,3 +117,44 @@ func TestParseRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestResolve(t *testing.T) {
+	ext, err := cliext.Parse([]byte(sample))
+	require.NoError(t, err)
+	tests := []struct {
+		line      string
+		wantArg   string
+		wantFlags map[string][]string
+		wantErr   string
+	}{
+		{line: `make x`, wantArg: "x", wantFlags: map[string][]string{}},
+		{line: `make -k fancy "x" --count=3 --loud --label a=1 --label 'b=$2'`, wantArg: "x",
+			wantFlags: map[string][]string{"kind": {"fancy"}, "count": {"3"}, "loud": {"true"}, "label": {"a=1", "b=$2"}}},
+		{line: `make --loud=false x -k "$KIND"`, wantArg: "x", wantFlags: map[string][]string{"loud": {"false"}, "kind": {"from env"}}},
+		{line: `break x`, wantErr: `"break x" is not a command of "thing"`},
+		{line: `make x y`, wantErr: `a second argument "y"`},
+		{line: `make x --colour red`, wantErr: "make has no flag --colour"},
+		{line: `make x -c 1`, wantErr: "make has no flag -c"},
+		{line: `make x --count`, wantErr: "flag --count needs a value"},
+		{line: `make x -k "$UNSET"`, wantErr: "$UNSET is not set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			words, err := cliext.Words(tt.line, map[string]string{"KIND": "from env"})
+			var inv *cliext.Invocation
+			if err == nil {
+				inv, err = ext.Resolve(words)
+			}
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []string{"make"}, inv.Path)
+			require.NotNil(t, inv.Arg)
+			assert.Equal(t, tt.wantArg, *inv.Arg)
+			assert.Equal(t, tt.wantFlags, inv.Flags)
+		})
+	}
+}
