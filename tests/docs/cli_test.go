@@ -43,8 +43,8 @@ func allFlags(e *cliext.Extension, into map[string]bool) {
 
 // Every `kyma function` command the documentation shows exists in the
 // module's CLI extension with every flag it gives that command, and on a
-// page about those commands every flag named on its own (`--dir`) is a
-// flag of one of them.
+// user page about those commands every flag named on its own (`--dir`) is
+// a flag of one of them.
 func TestKymaCLICommandsInDocsExist(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repo.MustRoot(), cliExtension))
 	require.NoError(t, err)
@@ -71,7 +71,8 @@ func TestKymaCLICommandsInDocsExist(t *testing.T) {
 			_, err = ext.Resolve(rest)
 			assert.NoError(t, err, "%s: %s", p.Path, call)
 		}
-		if len(calls) == 0 {
+		// Contributor pages name flags of other tools beside these.
+		if len(calls) == 0 || !strings.HasPrefix(p.Path, "docs/user/") {
 			continue
 		}
 		for _, span := range CodeSpans(p.Prose()) {
