@@ -71,7 +71,7 @@ type Server struct {
 // NeedLeaderElection is false: the CLI calls any controller Pod.
 func (s *Server) NeedLeaderElection() bool { return false }
 
-// Start serves until ctx ends.
+// Start serves until ctx ends. An address in use is logged, not fatal.
 func (s *Server) Start(ctx context.Context) error {
 	addr := s.Addr
 	if addr == "" {
@@ -79,7 +79,10 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("eject endpoint: %w", err)
+		// Only `kyma function eject` needs the endpoint: the controller
+		// keeps running Functions without it.
+		s.Log.Error(err, "not serving kyma function eject", "address", addr)
+		return nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle(Path, s)

@@ -1,12 +1,15 @@
 package eject_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -165,5 +168,55 @@ func TestEjectRefuses(t *testing.T) {
 			require.NoError(t, json.Unmarshal(body, &e), string(body))
 			assert.Contains(t, e.Error, tt.message)
 		})
+	}
+}
+
+// An address in use costs the eject endpoint, not the controller.
+func TestStartWithAddressInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	s := server(t)
+	s.Addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		require.Fail(t, "Start neither served nor returned on an address in use")
+	}
+}
+
+// Start serves the endpoint until its context ends.
+func TestStartServesUntilCancelled(t *testing.T) {
+	// A free port: listen, note it, close, then let Start take it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	s := server(t, inlineFn("node", "nodejs22", "x", ""))
+	s.Addr = addr
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	var resp *http.Response
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err = http.Get("http://" + addr + eject.Path + "?name=node&namespace=team")
+		if err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the endpoint at %s did not answer in 10 s; last: %v", addr, err)
+	}
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		require.Fail(t, "Start did not return after its context ended")
 	}
 }
