@@ -82,6 +82,7 @@ func TestTutorials(t *testing.T) {
 		follow("01-90-subscribe-to-events.md", tu.events),
 		follow("01-92-customize-function-traces.md", tu.customTraces),
 		follow("01-93-override-runtime-image.md", tu.overrideRuntimeImage),
+		follow("01-95-manage-functions-with-kyma-cli.md", tu.kymaCLI),
 	)
 	// These change the Serverless CR (each restores it): one at a time,
 	// with nothing else running.
@@ -141,10 +142,16 @@ func (tu *tutorials) sh(t *testing.T, p docs.Page, ns, prefix string) string {
 }
 
 func (tu *tutorials) run(t *testing.T, ns, command string) (string, error) {
+	return tu.runIn(t, ns, "", command)
+}
+
+// runIn is run in the working directory dir ("": the test's).
+func (tu *tutorials) runIn(t *testing.T, ns, dir, command string) (string, error) {
 	ctx, cancel := context.WithTimeout(t.Context(), 7*time.Minute)
 	defer cancel()
 	root := tu.f.cluster.Root()
 	c := exec.CommandContext(ctx, "bash", "-c", command)
+	c.Dir = dir
 	c.Env = append(os.Environ(),
 		"NAMESPACE="+ns,
 		"KUBECONFIG="+tu.f.cluster.KubeconfigPath(),
@@ -651,4 +658,79 @@ func (tu *tutorials) externalRegistry(t *testing.T, p docs.Page) {
 	f.waitFor("default", "the internal registry again", 3*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.DockerRegistry == "internal" && cr.Status.ObservedGeneration == cr.Generation
 	})
+}
+
+// kymaCLI follows the Kyma CLI tutorial in a directory of its own: its
+// `kyma function` commands run as the Kyma CLI runs them, from the
+// extension in the cluster (kymacli_test.go), its kubectl commands with
+// bash. Every command that writes a Function's resource runs: init,
+// create nodejs and python, get one and all, eject, delete; the Functions
+// and the ejected application answer what the page says.
+func (tu *tutorials) kymaCLI(t *testing.T, p docs.Page) {
+	ns := tu.namespace(t, "tut-cli")
+	dir := t.TempDir()
+	f := tu.f.in(t)
+	cli := newKymaCLI(t, f, dir, map[string]string{"NAMESPACE": ns})
+	command := func(prefix string) string {
+		t.Helper()
+		c, err := p.Command(prefix)
+		require.NoError(t, err)
+		return c
+	}
+	shell := func(prefix string) string {
+		t.Helper()
+		c := command(prefix)
+		out, err := tu.runIn(t, ns, dir, c)
+		require.NoError(t, err, "%s: %s\n%s", p.Path, c, out)
+		return out
+	}
+
+	// init writes the two files; the page then shows the handler to write.
+	res := cli.run(t, command("kyma function init nodejs"))
+	assert.ElementsMatch(t, []string{"hello-cli/handler.js", "hello-cli/package.json"}, res.files)
+	deps, err := os.ReadFile(filepath.Join(dir, "hello-cli", "package.json"))
+	require.NoError(t, err)
+	require.True(t, json.Valid(deps), "init writes a JSON package.json: %s", deps)
+	handler, ok := p.Files()["hello-cli/handler.js"]
+	require.True(t, ok, "%s shows hello-cli/handler.js", p.Path)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello-cli", "handler.js"), []byte(handler), 0o644))
+
+	tu.apply(t, ns, objects(t, p, ns)...)
+	res = cli.run(t, command("kyma function create nodejs hello-cli"))
+	require.Len(t, res.objects, 1)
+	running := f.waitRunning(ns, "hello-cli")
+	assert.Equal(t, handler, running.Spec.Source.Inline.Source, "the handler file as the page shows it")
+	assert.Equal(t, "hello-cli-greeting", running.Spec.SecretMounts[0].SecretName)
+	got := cli.run(t, command("kyma function get hello-cli"))
+	require.Len(t, got.objects, 1)
+	assert.Equal(t, "hello-cli", got.objects[0].GetName())
+	const greeting = "Hello, Kyma! (hello-cli)"
+	tu.answers(t, p, ns, "hello-cli", "/", greeting)
+
+	cli.run(t, command("kyma function create python hello-cli-python"))
+	f.waitRunning(ns, "hello-cli-python")
+	var names []string
+	for _, o := range cli.run(t, command(`kyma function get -n`)).objects {
+		names = append(names, o.GetName())
+	}
+	assert.ElementsMatch(t, []string{"hello-cli", "hello-cli-python"}, names, "get lists the namespace's Functions")
+	tu.answers(t, p, ns, "hello-cli-python", "/", "hello from Serverless")
+
+	ejected := cli.run(t, command("kyma function eject hello-cli"))
+	assert.Subset(t, ejected.files, []string{"hello-cli-app/handler.js", "hello-cli-app/package.json", "hello-cli-app/README.md",
+		"hello-cli-app/k8s/deployment.yaml", "hello-cli-app/k8s/service.yaml"}, dumpFiles(dir)())
+	ejectedHandler, err := os.ReadFile(filepath.Join(dir, "hello-cli-app", "handler.js"))
+	require.NoError(t, err)
+	assert.Equal(t, handler, string(ejectedHandler))
+	shell("kubectl apply -f hello-cli-app/k8s/")
+	portForward(t, p, "hello-cli-ejected")
+	f.cluster.WaitForAnswer(t, 3*time.Minute, ns, "hello-cli-ejected", "/", func(body string) bool { return body == greeting },
+		framework.DumpPods(f.c, ns), framework.DumpEvents(f.c, ns))
+
+	cli.run(t, command("kyma function delete hello-cli "))
+	cli.run(t, command("kyma function delete hello-cli-python"))
+	f.waitFunctionGone(ns, "hello-cli")
+	f.waitFunctionGone(ns, "hello-cli-python")
+	shell("kubectl delete -f hello-cli-app/k8s/")
+	shell("kubectl delete secret")
 }

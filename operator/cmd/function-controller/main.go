@@ -26,6 +26,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/eject"
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
@@ -155,6 +156,10 @@ func run() error {
 	inflight, err := app.Setup(mgr, app.Options{Config: cfg, Metrics: crmetrics.Registry})
 	if err != nil {
 		return err
+	}
+	// Every replica answers `kyma function eject` (the CLI picks any Pod).
+	if err := mgr.Add(&eject.Server{Reader: mgr.GetAPIReader(), Config: &cfg, Log: logger.WithName("eject")}); err != nil {
+		return fmt.Errorf("adding the eject endpoint: %w", err)
 	}
 	// Liveness fails while a reconcile hangs; readiness is a ping. Both are
 	// served with and without the trailing slash (the chart probes /healthz/).

@@ -129,6 +129,11 @@ func chartEnvironment(namespace string) config.Config {
 	c.SecretRequeueDuration = 5 * time.Minute
 	c.ServiceAccountRequeueDuration = 5 * time.Minute
 	c.PublisherProxyAddress = "http://eventing-publisher-proxy.kyma-system.svc.cluster.local/publish"
+	// The runtimes' images are set in both modes (`kyma function eject`).
+	c.Buildless.RuntimeImages = map[v1alpha2.Runtime]string{}
+	for _, rt := range v1alpha2.Runtimes() {
+		c.Buildless.RuntimeImages[rt] = "europe-docker.pkg.dev/kyma-project/prod/function-runtime-" + string(rt) + ":1.13.0"
+	}
 	return c
 }
 

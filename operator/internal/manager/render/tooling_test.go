@@ -3,7 +3,6 @@ package render_test
 import (
 	"context"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -158,14 +157,7 @@ func TestCLIExtensionForFunctions(t *testing.T) {
 	}
 	assert.Contains(t, v1alpha2.Runtimes(), v1alpha2.Runtime(runtimeDefault))
 	initRuntimes := uses["function_init"]["with"].(map[string]any)["runtimes"].(map[string]any)
-	keys := make([]string, 0, len(initRuntimes))
-	for k := range initRuntimes {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	want := make([]string, 0, len(v1alpha2.Runtimes()))
 	for _, rt := range v1alpha2.Runtimes() {
-		want = append(want, string(rt))
+		assert.Contains(t, initRuntimes, string(rt), "init writes files for every runtime")
 	}
-	assert.Equal(t, want, keys, "every runtime, sorted")
 }
