@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"os"
+		"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -130,10 +129,16 @@ var ownSysctls = map[string]string{
 	"net/bridge/bridge-nf-call-ip6tables": "1",
 }
 
-// kubeletSysctls are the settings kubelet sets at start (its kernel
-// tunables: overcommit always, reboot 10 s after a panic, panic on oops,
-// key limits), for a down whose up ended before sysctlRecord.
-var kubeletSysctls = map[string]string{
+// knownSysctls are the values the node's parts are known to set: ours,
+// kubelet's kernel tunables (overcommit always, reboot 10 s after a panic,
+// panic on oops, key limits) and kube-proxy's route_localnet (its
+// localhost NodePorts). kube-proxy sets it a moment after it starts, so
+// sysctlRecord may miss it, and a down whose up ended early has no record.
+var knownSysctls = map[string]string{
+	"net/ipv4/ip_forward":                 "1",
+	"net/bridge/bridge-nf-call-iptables":  "1",
+	"net/bridge/bridge-nf-call-ip6tables": "1",
+	"net/ipv4/conf/all/route_localnet":    "1",
 	"vm/overcommit_memory":      "1",
 	"vm/panic_on_oom":           "0",
 	"kernel/panic":              "10",
@@ -145,9 +150,8 @@ var kubeletSysctls = map[string]string{
 // sysctls records the settings before anything changes them (once: a
 // record left by a killed run holds the machine's own values) and sets
 // ownSysctls. Down puts back only what the node changed and what still
-// holds the node's value: another program's change made since stays. The
-// node's values are recorded once it is up (sysctlRecord); without that
-// record, ownSysctls and kubeletSysctls are the node's values.
+// holds a value of the node's (knownSysctls, or what sysctlRecord found
+// once the node was up): another program's change made since stays.
 func (n *node) sysctls() action {
 	saved := n.path("saved", "sysctls.json")
 	ours := n.path("saved", "sysctls-ours.json")
@@ -173,13 +177,12 @@ func (n *node) sysctls() action {
 			} else if err != nil {
 				return err
 			}
-			set := maps.Clone(ownSysctls)
-			maps.Copy(set, kubeletSysctls)
-			if err := readJSON(ours, &set); err != nil && !errors.Is(err, os.ErrNotExist) {
+			recorded := map[string]string{}
+			if err := readJSON(ours, &recorded); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 			var errs []error
-			for key, value := range sysctlsToRestore(before, set, readSysctls()) {
+			for key, value := range sysctlsToRestore(before, readSysctls(), knownSysctls, recorded) {
 				if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644); err != nil {
 					errs = append(errs, fmt.Errorf("restoring %s=%s: %w", key, value, err))
 				}
@@ -201,13 +204,20 @@ func (n *node) sysctlRecord() action {
 	}}
 }
 
-// sysctlsToRestore are the settings to put back: those the node changed
-// (its value differs from the one before) and that still hold its value.
-func sysctlsToRestore(before, ours, now map[string]string) map[string]string {
+// sysctlsToRestore are the settings to put back: those that differ from
+// the value before and hold a value of the node's (any of ours).
+func sysctlsToRestore(before, now map[string]string, ours ...map[string]string) map[string]string {
 	restore := map[string]string{}
 	for key, was := range before {
-		if v, ok := ours[key]; ok && v != was && now[key] == v {
-			restore[key] = was
+		v, ok := now[key]
+		if !ok || v == was {
+			continue
+		}
+		for _, o := range ours {
+			if o[key] == v {
+				restore[key] = was
+				break
+			}
 		}
 	}
 	return restore

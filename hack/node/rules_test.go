@@ -146,12 +146,14 @@ func TestAppearedEmptyTables(t *testing.T) {
 }
 
 func TestSysctlsToRestore(t *testing.T) {
-	before := map[string]string{"a": "0", "b": "0", "c": "5", "d": "1"}
-	ours := map[string]string{"a": "1", "b": "1", "c": "5", "d": "2"}
-	now := map[string]string{"a": "1", "b": "7", "c": "5", "d": "2"}
-	assert.Equal(t, map[string]string{"a": "0", "d": "1"}, sysctlsToRestore(before, ours, now),
-		"b was changed by someone else since; c was never changed by the node")
-	assert.Empty(t, sysctlsToRestore(before, map[string]string{}, now), "nothing known to be ours")
+	before := map[string]string{"a": "0", "b": "0", "c": "5", "d": "1", "e": "0"}
+	known := map[string]string{"a": "1", "b": "1", "e": "1"}
+	recorded := map[string]string{"a": "1", "b": "1", "c": "5", "d": "2", "e": "0"}
+	now := map[string]string{"a": "1", "b": "7", "c": "5", "d": "2", "e": "1"}
+	assert.Equal(t, map[string]string{"a": "0", "d": "1", "e": "0"}, sysctlsToRestore(before, now, known, recorded),
+		"b was changed by someone else since; c was never changed; e was set after the record, to the known value")
+	assert.Equal(t, map[string]string{"a": "0", "e": "0"}, sysctlsToRestore(before, now, known), "no record: the known values")
+	assert.Empty(t, sysctlsToRestore(before, now), "nothing known to be ours")
 }
 
 func TestCgroupMode(t *testing.T) {
