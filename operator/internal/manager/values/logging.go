@@ -13,22 +13,34 @@ import (
 // the file's; the admission policy config/admission/serverless-warnings.yaml
 // warns with the same texts (TestAdmissionWarningsAreTheManagers).
 
-// Log levels and formats of the Function controller's configuration file.
-var (
-	controllerLogLevels  = []string{"debug", "info", "warn", "error", "fatal"}
-	controllerLogFormats = []string{"json", "text"}
-)
+// controllerLogLevels and controllerLogFormats are what the Function
+// controller's configuration file takes.
+func controllerLogLevels() []string  { return []string{"debug", "info", "warn", "error", "fatal"} }
+func controllerLogFormats() []string { return []string{"json", "text"} }
 
-// LogLevelAliases are spec.logLevel values the controller has no level for,
-// with the level it logs at instead: zap orders error < dpanic < panic <
-// fatal, and error is the nearest one below, so nothing the user asked to
-// see goes missing (error entries show as well).
-var LogLevelAliases = map[string]string{"dpanic": "error", "panic": "error"}
+// mappedLevel is the level of the level aliases: zap orders error < dpanic
+// < panic < fatal, and error is the nearest one below, so nothing the user
+// asked to see goes missing (error entries show as well).
+const mappedLevel = "error"
 
-// LogFormatAliases are spec.logFormat values that name a controller format
+// levelAlias is the level the controller logs at for a spec.logLevel it has
+// no level for; "" when v is none of them.
+func levelAlias(v string) string {
+	if v == "dpanic" || v == "panic" {
+		return mappedLevel
+	}
+	return ""
+}
+
+// formatAlias is the controller's name of a spec.logFormat named
 // differently: release 1.13 calls zap's console encoder "console", 1.8.4
 // (and the controller's file) "text"; the lines are the same.
-var LogFormatAliases = map[string]string{"console": "text"}
+func formatAlias(v string) string {
+	if v == "console" {
+		return "text"
+	}
+	return ""
+}
 
 // shownValueMax bounds how much of a spec value a message repeats: the CRD
 // sets no length, and a condition message is at most 32 KiB.
@@ -42,22 +54,25 @@ func shown(v string) string {
 	return v
 }
 
+// The messages spell their fixed parts in one expression each, so that the
+// documentation's checks find them (tests/docs).
+
 // UnknownLogLevelMessage is the warning about a spec.logLevel that is no level.
 func UnknownLogLevelMessage(v string) string {
-	return `spec.logLevel "` + shown(v) + `" is not a log level: the Function controller logs at ` + DefaultLogLevel +
-		", the default; use debug, info, warn, error or fatal"
+	return `spec.logLevel "` + shown(v) + (`" is not a log level: the Function controller logs at ` + DefaultLogLevel +
+		", the default; use debug, info, warn, error or fatal")
 }
 
 // UnknownLogFormatMessage is the warning about a spec.logFormat that is no format.
 func UnknownLogFormatMessage(v string) string {
-	return `spec.logFormat "` + shown(v) + `" is not a log format: the Function controller logs ` + DefaultLogFormat +
-		", the default; use json, or text (also called console)"
+	return `spec.logFormat "` + shown(v) + (`" is not a log format: the Function controller logs ` + DefaultLogFormat +
+		", the default; use json, or text (also called console)")
 }
 
 // MappedLogLevelMessage says what a level alias means for the controller.
 func MappedLogLevelMessage(v string) string {
-	return `spec.logLevel "` + v + `" is logged at ` + LogLevelAliases[v] +
-		", the nearest level the Function controller has: error entries show as well; fatal shows fewer"
+	return `spec.logLevel "` + v + (`" is logged at ` + mappedLevel +
+		", the nearest level the Function controller has: error entries show as well; fatal shows fewer")
 }
 
 // LogSettings are the controller's level and format for a spec, and what
@@ -77,20 +92,20 @@ func logSettings(spec v1alpha1.ServerlessSpec) LogSettings {
 	s := LogSettings{Level: DefaultLogLevel, Format: DefaultLogFormat}
 	switch level := spec.LogLevel; {
 	case level == "":
-	case slices.Contains(controllerLogLevels, level):
+	case slices.Contains(controllerLogLevels(), level):
 		s.Level = level
-	case LogLevelAliases[level] != "":
-		s.Level = LogLevelAliases[level]
+	case levelAlias(level) != "":
+		s.Level = levelAlias(level)
 		s.Notes = append(s.Notes, Notice{Cause: v1alpha1.ReasonLogLevelMapped, Message: MappedLogLevelMessage(level)})
 	default:
 		s.Warnings = append(s.Warnings, Notice{Cause: v1alpha1.ReasonLogSettingUnknown, Message: UnknownLogLevelMessage(level)})
 	}
 	switch format := spec.LogFormat; {
 	case format == "":
-	case slices.Contains(controllerLogFormats, format):
+	case slices.Contains(controllerLogFormats(), format):
 		s.Format = format
-	case LogFormatAliases[format] != "":
-		s.Format = LogFormatAliases[format]
+	case formatAlias(format) != "":
+		s.Format = formatAlias(format)
 	default:
 		s.Warnings = append(s.Warnings, Notice{Cause: v1alpha1.ReasonLogSettingUnknown, Message: UnknownLogFormatMessage(format)})
 	}

@@ -62,8 +62,8 @@ func TestLogSettings(t *testing.T) {
 			assert.Equal(t, tt.wantFormat, res.Effective.LogFormat)
 			assert.Equal(t, tt.wantWarnings, res.Warnings)
 			assert.Equal(t, tt.wantNotes, res.Notes)
-			assert.Contains(t, controllerLogLevels, res.Values.Controller.LogLevel, "the controller's file takes it")
-			assert.Contains(t, controllerLogFormats, res.Values.Controller.LogFormat)
+			assert.Contains(t, controllerLogLevels(), res.Values.Controller.LogLevel, "the controller's file takes it")
+			assert.Contains(t, controllerLogFormats(), res.Values.Controller.LogFormat)
 		})
 	}
 }
