@@ -122,9 +122,10 @@ func TestLogFormatRollsTheControllerOnce(t *testing.T) {
 		assert.Zero(t, cs.RestartCount, "container %s restarted", cs.Name)
 	}
 
-	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogFormat = "text" })
+	// Release 1.13's name of the text format, as its documentation sets it.
+	e.update("default", func(cr *v1alpha1.Serverless) { cr.Spec.LogFormat = "console" })
 	cr := e.waitState("default", v1alpha1.StateReady)
-	assert.Equal(t, "text", cr.Status.LogFormat)
+	assert.Equal(t, "text", cr.Status.LogFormat, "console is the controller's text format")
 	var after rollout
 	framework.WaitFor(t, 30*time.Second, "the controller's new ReplicaSet", func(ctx context.Context) (bool, string, error) {
 		after, err = e.controllerRollout(ctx)

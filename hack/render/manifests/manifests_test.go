@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -157,4 +158,22 @@ func TestUserRolesAggregateIntoBuiltInRoles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The install manifest brings the admission policy that warns about the
+// Serverless CR's log settings: it must exist before any CR, which the
+// module's chart cannot do. It only warns (never denies) and fails open.
+func TestInstallManifestsWarnAboutServerlessCRs(t *testing.T) {
+	objs := build(t, "")
+	policy := find[admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy")
+	binding := find[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding")
+	assert.Equal(t, "serverless-cr-warnings", policy.Name)
+	assert.Equal(t, policy.Name, binding.Spec.PolicyName)
+	assert.Equal(t, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}, binding.Spec.ValidationActions)
+	require.NotNil(t, policy.Spec.FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.Ignore, *policy.Spec.FailurePolicy)
+	rules := policy.Spec.MatchConstraints.ResourceRules
+	require.Len(t, rules, 1)
+	assert.Equal(t, []string{"operator.kyma-project.io"}, rules[0].APIGroups)
+	assert.Equal(t, []string{"serverlesses"}, rules[0].Resources)
 }

@@ -99,13 +99,18 @@ type ServerlessSpec struct {
 	// +optional
 	DefaultRuntimePodPreset string `json:"defaultRuntimePodPreset,omitempty"`
 
-	// LogLevel of the Function controller; changed without a restart. Default info.
-	// +kubebuilder:validation:Enum="";debug;info;warn;error;fatal
+	// LogLevel of the Function controller; changed without a restart.
+	// Default info. debug, info, warn, error and fatal are taken as they
+	// are; dpanic and panic (Kyma's Serverless 1.13 documents them) are
+	// logged at error. Any other string is accepted, as 1.13's CRD accepted
+	// it, with a warning at admission and in the status: the default applies.
 	// +optional
 	LogLevel string `json:"logLevel,omitempty"`
 
-	// LogFormat of the Function controller. Default json.
-	// +kubebuilder:validation:Enum="";json;text
+	// LogFormat of the Function controller. Default json. text and console
+	// (1.13's name for it) are the same human-readable lines. Any other
+	// string is accepted, as 1.13's CRD accepted it, with a warning at
+	// admission and in the status: the default applies.
 	// +optional
 	LogFormat string `json:"logFormat,omitempty"`
 

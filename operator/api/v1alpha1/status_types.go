@@ -67,6 +67,14 @@ const (
 	// ReasonRegistryAlmostFull (in the Installed message of a Warning
 	// state): the internal registry's volume is more than 80 % full.
 	ReasonRegistryAlmostFull = "RegistryAlmostFull"
+	// ReasonLogSettingUnknown (Configured=True, state Warning):
+	// spec.logLevel or spec.logFormat names no level or format the Function
+	// controller knows; it logs with the default instead.
+	ReasonLogSettingUnknown = "LogSettingUnknown"
+	// ReasonLogLevelMapped (Configured=True, the state stays Ready):
+	// spec.logLevel is dpanic or panic (release 1.13's levels), which the
+	// Function controller logs at error.
+	ReasonLogLevelMapped = "LogLevelMapped"
 
 	// ReasonDeploymentReplicaFailure (upstream's name): a module Deployment
 	// reports ReplicaFailure (e.g. FailedCreate: a ResourceQuota forbids its

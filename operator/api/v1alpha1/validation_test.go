@@ -55,9 +55,16 @@ func TestServerlessValidation(t *testing.T) {
 		{"build preset case", `{"defaultBuildJobPreset":"Normal"}`, "spec.defaultBuildJobPreset"},
 		{"runtime preset", `{"defaultRuntimePodPreset":"XXL"}`, "spec.defaultRuntimePodPreset"},
 		{"runtime preset case", `{"defaultRuntimePodPreset":"xs"}`, "spec.defaultRuntimePodPreset"},
-		{"log level", `{"logLevel":"verbose"}`, "spec.logLevel"},
-		{"log level case", `{"logLevel":"INFO"}`, "spec.logLevel"},
-		{"log format", `{"logFormat":"console"}`, "spec.logFormat"},
+		// Release 1.13's CRD takes any string for both log fields, and its
+		// documentation prescribes console, dpanic and panic: the manager
+		// maps them, and warns about the rest (not rejected, see
+		// config/admission).
+		{"log format console", `{"logFormat":"console"}`, ""},
+		{"log level dpanic", `{"logLevel":"dpanic","logFormat":"console"}`, ""},
+		{"log level panic", `{"logLevel":"panic"}`, ""},
+		{"unknown log level", `{"logLevel":"verbose"}`, ""},
+		{"log level case", `{"logLevel":"INFO"}`, ""},
+		{"unknown log format", `{"logFormat":"xml"}`, ""},
 		{"eventing not a URL", `{"eventing":{"endpoint":"not a url"}}`, "spec.eventing.endpoint"},
 		{"eventing relative", `{"eventing":{"endpoint":"/publish"}}`, "spec.eventing.endpoint"},
 		{"eventing scheme", `{"eventing":{"endpoint":"ftp://host/x"}}`, "spec.eventing.endpoint"},

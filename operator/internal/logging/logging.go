@@ -6,6 +6,7 @@ package logging
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,19 +20,26 @@ import (
 )
 
 // New returns a logger writing JSON (format "json") or human-readable
-// console lines (format "console") at level, and the level handle.
+// console lines (format "console") at level to stderr, and the level handle.
 func New(level, format string) (logr.Logger, zap.AtomicLevel, error) {
+	return NewTo(os.Stderr, level, format)
+}
+
+// NewTo is New writing to w. Both formats log alike but for the encoding:
+// zap's development mode, which would make a DPanic entry (logr's answer to
+// malformed key-value pairs) crash the process, is never on.
+func NewTo(w io.Writer, level, format string) (logr.Logger, zap.AtomicLevel, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return logr.Logger{}, zap.AtomicLevel{}, fmt.Errorf("log level %q: %w", level, err)
 	}
 	atomic := zap.NewAtomicLevelAt(lvl)
-	var opts []crzap.Opts
+	opts := []crzap.Opts{crzap.UseDevMode(false), crzap.WriteTo(w)}
 	switch format {
 	case "json":
-		opts = append(opts, crzap.UseDevMode(false))
 	case "console":
-		opts = append(opts, crzap.UseDevMode(true), crzap.StacktraceLevel(zapcore.PanicLevel))
+		// Stack traces only for panics: a console reader wants the line.
+		opts = append(opts, crzap.ConsoleEncoder(), crzap.StacktraceLevel(zapcore.PanicLevel))
 	default:
 		return logr.Logger{}, zap.AtomicLevel{}, fmt.Errorf("log format %q: want json or console", format)
 	}

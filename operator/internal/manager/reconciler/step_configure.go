@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,12 +54,18 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 	}
 	s.changes = values.Changes(s.cr.Status.EffectiveConfiguration, built.Effective)
 	s.cr.Status.EffectiveConfiguration = built.Effective
-	s.warnings = built.Warnings
+	for _, w := range built.Warnings {
+		s.warnings = append(s.warnings, w.String())
+	}
 	msg := "configuration is valid"
 	reason := v1alpha1.ReasonConfigured
-	if len(built.Warnings) > 0 {
-		msg = built.Warnings[0]
-		reason = v1alpha1.ReasonBothRegistries
+	// The first warning (else note) is the condition's cause; the others
+	// follow with their own causes.
+	if all := append(slices.Clone(built.Warnings), built.Notes...); len(all) > 0 {
+		reason, msg = all[0].Cause, all[0].Message
+		for _, n := range all[1:] {
+			msg += "; " + n.String()
+		}
 	}
 	if ignored := built.Effective.BuildExecutorArgsIgnored; ignored != "" {
 		msg += "; functionBuildExecutorArgs without effect on the module's builder: " + ignored

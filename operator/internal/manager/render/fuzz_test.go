@@ -26,6 +26,9 @@ func FuzzAdmittedSpecsRender(f *testing.F) {
 	f.Add("debug", "text", "XS", "local-dev", int64(1), int64(1), "1h30m", "500ms", "--a", "https://x:1/y?z=1,2", "", false)
 	f.Add("warn", "", "", "", int64(100), int64(1000), "0.5s", "1us", "--a=1, --b=2", "", "a.b-c", false)
 	f.Add("", "", "XXL", "turbo", int64(0), int64(-1), "5", "x", "a,b", "not a url", "UPPER", true)
+	// Release 1.13's log settings, and what its CRD admitted besides.
+	f.Add("dpanic", "console", "M", "fast", int64(80), int64(3), "1m", "5s", "--cache=false", "", "", true)
+	f.Add("LOUD", "yaml", "S", "slow", int64(50), int64(5), "5m", "10s", "", "", "", false)
 	env := testenv.Start(f, "config/crd/bases")
 	ctx := context.Background()
 	require.NoError(f, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kyma-system"}}))

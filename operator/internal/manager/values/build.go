@@ -66,8 +66,11 @@ func (e *ConfigError) Error() string { return e.Message }
 type Result struct {
 	Values    Values
 	Effective v1alpha1.EffectiveConfiguration
-	// Warnings the user should see; the module still works.
-	Warnings []string
+	// Warnings the user should see; the module still works (state Warning).
+	Warnings []Notice
+	// Notes on values taken with a slightly different meaning; the
+	// Configured message says them, the state stays Ready.
+	Notes []Notice
 }
 
 // Build derives chart values and the effective configuration from spec and facts.
@@ -84,12 +87,13 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 		return Result{}, err
 	}
 	buildPreset, podPreset := DefaultPresets(f.Nodes)
+	logs := logSettings(spec)
 	v := Values{
 		FunctionMode: FunctionMode(spec.FunctionMode, f.Mode),
 		Global:       Global{RegistryNodePort: DefaultRegistryNodePort},
 		Controller: Controller{
-			LogLevel:  or(spec.LogLevel, DefaultLogLevel),
-			LogFormat: or(spec.LogFormat, DefaultLogFormat),
+			LogLevel:  logs.Level,
+			LogFormat: logs.Format,
 			Configuration: Configuration{
 				TargetCPUUtilizationPercentage:   cpu,
 				FunctionRequeueDuration:          or(spec.FunctionRequeueDuration, DefaultFunctionRequeueDuration),
@@ -126,7 +130,11 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res.Warnings = warnings
+	for _, w := range warnings {
+		res.Warnings = append(res.Warnings, Notice{Cause: v1alpha1.ReasonBothRegistries, Message: w})
+	}
+	res.Warnings = append(res.Warnings, logs.Warnings...)
+	res.Notes = logs.Notes
 	res.Values = v
 	c := v.Controller.Configuration
 	res.Effective = v1alpha1.EffectiveConfiguration{

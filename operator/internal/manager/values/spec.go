@@ -63,12 +63,12 @@ func invalid(field, v, want string) error {
 }
 
 // checkSpec runs the checks of the fields that are passed on as strings.
+// The log fields are not among them: an unknown value gets the default and
+// a warning (logSettings), as release 1.13's CRD took any string.
 func checkSpec(spec v1alpha1.ServerlessSpec) error {
 	for _, err := range []error{
 		positiveDuration("functionRequeueDuration", spec.FunctionRequeueDuration),
 		positiveDuration("healthzLivenessTimeout", spec.HealthzLivenessTimeout),
-		oneOf("logLevel", spec.LogLevel, "debug", "info", "warn", "error", "fatal"),
-		oneOf("logFormat", spec.LogFormat, "json", "text"),
 		oneOf("defaultBuildJobPreset", spec.DefaultBuildJobPreset, "local-dev", "slow", "normal", "fast"),
 		oneOf("defaultRuntimePodPreset", spec.DefaultRuntimePodPreset, "XS", "S", "M", "L", "XL"),
 	} {

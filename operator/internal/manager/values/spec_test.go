@@ -36,8 +36,9 @@ func TestBuildChecksStoredSpecs(t *testing.T) {
 		{name: "requeue without unit", spec: v1alpha1.ServerlessSpec{FunctionRequeueDuration: "5"}, wantErr: `spec.functionRequeueDuration is "5"`},
 		{name: "liveness zero", spec: v1alpha1.ServerlessSpec{HealthzLivenessTimeout: "0s"}, wantErr: "spec.healthzLivenessTimeout"},
 		{name: "liveness negative", spec: v1alpha1.ServerlessSpec{HealthzLivenessTimeout: "-10s"}, wantErr: "spec.healthzLivenessTimeout"},
-		{name: "log level upstream's controller refuses", spec: v1alpha1.ServerlessSpec{LogLevel: "INFO"}, wantErr: "spec.logLevel"},
-		{name: "log format", spec: v1alpha1.ServerlessSpec{LogFormat: "yaml"}, wantErr: "spec.logFormat"},
+		// Log settings the controller cannot take get the default and a
+		// warning instead (TestLogSettings).
+		{name: "unknown log settings", spec: v1alpha1.ServerlessSpec{LogLevel: "INFO", LogFormat: "yaml"}, wantCPU: 50, wantJobs: 5},
 		{name: "unknown preset", spec: v1alpha1.ServerlessSpec{DefaultRuntimePodPreset: "XXL"}, wantErr: "spec.defaultRuntimePodPreset"},
 	}
 	for _, tt := range tests {
