@@ -83,7 +83,7 @@ func TestClusterDownLeavesOtherProgramsRulesTablesAndSysctls(t *testing.T) {
 	require.NoError(t, err)
 	foreignValue := strconv.Itoa(v + 1)
 	writeSysctl(t, changedKey, foreignValue)
-	t.Cleanup(func() { removeForeign(t, changedKey, sysctlsBefore[changedKey]) })
+	t.Cleanup(func() { removeForeign(t, before, changedKey, sysctlsBefore[changedKey]) })
 
 	require.NoError(t, c.Release(), "stopping the cluster")
 	released = true
@@ -140,13 +140,33 @@ func tableHeader(line string) bool {
 	return false
 }
 
-func removeForeign(t *testing.T, key, value string) {
+// removeForeign takes away what the test added, and the iptables tables
+// its rules kept (iptables-nft makes a table on first use; the cluster's
+// down deletes it only when nothing else is in it) when they were not
+// there before the test and hold nothing else.
+func removeForeign(t *testing.T, before []string, key, value string) {
 	for _, r := range foreignRules {
 		args := append([]string{"-w", "-t", r.table, "-D"}, strings.Fields(r.rule)[1:]...)
 		_ = exec.Command("iptables", args...).Run()
 	}
 	_ = exec.Command("iptables", "-w", "-X", foreignChain).Run()
 	_ = exec.Command("nft", "delete", "table", foreignNFT[0], foreignNFT[1]).Run()
+	for _, table := range []string{"filter", "nat"} {
+		if slices.Contains(before, "nft: table ip "+table) {
+			continue
+		}
+		out, err := exec.Command("iptables", "-w", "-t", table, "-S").Output()
+		if err != nil {
+			continue
+		}
+		empty := true
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			empty = empty && strings.HasPrefix(l, "-P ")
+		}
+		if empty {
+			_ = exec.Command("nft", "delete", "table", "ip", table).Run()
+		}
+	}
 	writeSysctl(t, key, value)
 }
 
