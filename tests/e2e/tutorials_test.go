@@ -588,35 +588,62 @@ func (tu *tutorials) events(t *testing.T, p docs.Page) {
 	}, f.dumpsFor(ns, "order-handler")...)
 }
 
+// switchMode follows the page from either mode the module may start in.
 func (tu *tutorials) switchMode(t *testing.T, p docs.Page) {
+	t.Run("from build mode", func(t *testing.T) { tu.switchModesFrom(t, p, v1alpha1.FunctionModeBuild) })
+	t.Run("from buildless mode", func(t *testing.T) { tu.switchModesFrom(t, p, v1alpha1.FunctionModeBuildless) })
+}
+
+// switchModesFrom follows the page with the module in mode start: steps 3
+// to 8 from build mode; from buildless mode, as step 2 says, steps 3 to 5,
+// 8, 7 and 6. Either way the Function answers in the first mode, in the
+// other and in the first again; the module is left in build mode.
+func (tu *tutorials) switchModesFrom(t *testing.T, p docs.Page, start string) {
 	f := tu.f.in(t)
 	ns := tu.namespace(t, "tut-modes")
-	assert.Equal(t, v1alpha1.FunctionModeBuild, tu.sh(t, p, ns, `kubectl get serverless default -n kyma-system -o jsonpath='{.status.functionMode}'`))
+	other := map[string]string{v1alpha1.FunctionModeBuild: v1alpha1.FunctionModeBuildless, v1alpha1.FunctionModeBuildless: v1alpha1.FunctionModeBuild}[start]
+	t.Cleanup(func() {
+		_, _ = tu.run(t, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"build"}}'`)
+	})
+	if start == v1alpha1.FunctionModeBuildless {
+		says(t, p, "If it prints `buildless`")
+		_, err := tu.run(t, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"buildless"}}'`)
+		require.NoError(t, err)
+		f.waitFor("default", "the module to start in buildless mode", 5*time.Minute, func(cr *v1alpha1.Serverless) bool {
+			return cr.Status.FunctionMode == start && cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation
+		})
+	}
+	assert.Equal(t, start, tu.sh(t, p, ns, `kubectl get serverless default -n kyma-system -o jsonpath='{.status.functionMode}'`))
 	tu.apply(t, ns, objects(t, p, ns)...)
-	f.waitRunning(ns, "hello-modes")
+	tu.runsIn(t, ns, start)
 	says(t, p, "`curl http://localhost:8080/`")
 	tu.answers(t, p, ns, "hello-modes", "/", "Hello in any mode!")
 
-	t.Cleanup(func() {
-		// Leave the module in build mode for what follows.
-		_, _ = tu.run(t, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"build"}}'`)
-	})
-	tu.sh(t, p, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"buildless"}}'`)
-	tu.sh(t, p, ns, `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.functionMode}'=buildless --timeout=5m`)
-	tu.sh(t, p, ns, `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.state}'=Ready`)
-	f.waitState("default", v1alpha1.StateReady)
+	for _, mode := range []string{other, start} {
+		tu.sh(t, p, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"`+mode+`"}}'`)
+		tu.sh(t, p, ns, `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.functionMode}'=`+mode+` --timeout=5m`)
+		if mode == v1alpha1.FunctionModeBuildless {
+			tu.sh(t, p, ns, `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.state}'=Ready`)
+		}
+		f.waitState("default", v1alpha1.StateReady)
+		tu.runsIn(t, ns, mode)
+		tu.answers(t, p, ns, "hello-modes", "/", "Hello in any mode!")
+	}
+}
+
+// runsIn waits until the tutorial's Function runs in mode: built and
+// Running, or Running on its runtime image with nothing built.
+func (tu *tutorials) runsIn(t *testing.T, ns, mode string) {
+	f := tu.f.in(t)
+	if mode == v1alpha1.FunctionModeBuild {
+		f.waitFunction(ns, "hello-modes", "to be built and Running", 5*time.Minute, isRunning)
+		return
+	}
 	f.waitFunction(ns, "hello-modes", "to run buildless", 4*time.Minute, runningBuildless)
 	f.waitFunction(ns, "hello-modes", "to run its runtime image, not a built one", time.Minute, func(fn *v1alpha2.Function) bool {
 		c := f.deployment(ns, "hello-modes").Spec.Template.Spec.Containers
 		return runningBuildless(fn) && fn.Status.BuiltImage == "" && len(c) > 0 && c[0].Image == fn.Status.RuntimeImage
 	})
-	tu.answers(t, p, ns, "hello-modes", "/", "Hello in any mode!")
-
-	tu.sh(t, p, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"build"}}'`)
-	tu.sh(t, p, ns, `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.functionMode}'=build --timeout=5m`)
-	f.waitState("default", v1alpha1.StateReady)
-	f.waitFunction(ns, "hello-modes", "to be built and Running again", 5*time.Minute, isRunning)
-	tu.answers(t, p, ns, "hello-modes", "/", "Hello in any mode!")
 }
 
 func (tu *tutorials) externalRegistry(t *testing.T, p docs.Page) {
