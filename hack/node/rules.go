@@ -141,12 +141,7 @@ func clusterChain(table, chain string, prefixes []string, before map[string]bool
 // is nothing to remove.
 func removalScript(rs ruleSet, prefixes []string, before map[string]bool) string {
 	var b strings.Builder
-	names := make([]string, 0, len(rs))
-	for t := range rs {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	for _, t := range names {
+	for _, t := range rs.tableNames() {
 		tbl := rs[t]
 		var ours []string
 		for _, c := range tbl.chains {
