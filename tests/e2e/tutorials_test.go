@@ -147,7 +147,9 @@ func (tu *tutorials) run(t *testing.T, ns, command string) (string, error) {
 
 // runIn is run in the working directory dir ("": the test's).
 func (tu *tutorials) runIn(t *testing.T, ns, dir, command string) (string, error) {
-	ctx, cancel := context.WithTimeout(t.Context(), 7*time.Minute)
+	// Not t.Context(): it is canceled before t's cleanups run, and the
+	// cleanups that restore the Serverless CR run commands too.
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	root := tu.f.cluster.Root()
 	c := exec.CommandContext(ctx, "bash", "-c", command)
@@ -628,6 +630,14 @@ func (tu *tutorials) switchModesFrom(t *testing.T, p docs.Page, start string) {
 		f.waitState("default", v1alpha1.StateReady)
 		tu.runsIn(t, ns, mode)
 		tu.answers(t, p, ns, "hello-modes", "/", "Hello in any mode!")
+	}
+	if start != v1alpha1.FunctionModeBuild {
+		// What follows expects build mode, as the module was before.
+		_, err := tu.run(t, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"build"}}'`)
+		require.NoError(t, err)
+		f.waitFor("default", "the module back in build mode", 5*time.Minute, func(cr *v1alpha1.Serverless) bool {
+			return cr.Status.FunctionMode == v1alpha1.FunctionModeBuild && cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation
+		})
 	}
 }
 
