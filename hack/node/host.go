@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-		"os"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -139,12 +139,12 @@ var knownSysctls = map[string]string{
 	"net/bridge/bridge-nf-call-iptables":  "1",
 	"net/bridge/bridge-nf-call-ip6tables": "1",
 	"net/ipv4/conf/all/route_localnet":    "1",
-	"vm/overcommit_memory":      "1",
-	"vm/panic_on_oom":           "0",
-	"kernel/panic":              "10",
-	"kernel/panic_on_oops":      "1",
-	"kernel/keys/root_maxkeys":  "1000000",
-	"kernel/keys/root_maxbytes": "25000000",
+	"vm/overcommit_memory":                "1",
+	"vm/panic_on_oom":                     "0",
+	"kernel/panic":                        "10",
+	"kernel/panic_on_oops":                "1",
+	"kernel/keys/root_maxkeys":            "1000000",
+	"kernel/keys/root_maxbytes":           "25000000",
 }
 
 // sysctls records the settings before anything changes them (once: a
