@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,33 +28,6 @@ import (
 
 // policyName names the chart's admission policy and its binding.
 const policyName = "serverless-function-warnings"
-
-// warnings collects the API server's warnings of the chart's policy, as
-// `kubectl apply` prints them, without the API server's prefix.
-type warnings struct {
-	mu   sync.Mutex
-	got  []string
-	more []string // warnings of anything else
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	prefix := fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': ", policyName, policyName)
-	if rest, ok := strings.CutPrefix(text, prefix); ok {
-		w.got = append(w.got, rest)
-		return
-	}
-	w.more = append(w.more, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.got
-	w.got = nil
-	return out
-}
 
 // chartPolicy is what the chart renders for Function warnings, with the
 // manager's values for mode.
@@ -88,7 +60,7 @@ func chartPolicy(t *testing.T, mode string) []*unstructured.Unstructured {
 func TestAdmissionWarnings(t *testing.T) {
 	env := testenv.Start(t, "charts/serverless/crds")
 	ctx := context.Background()
-	collected := &warnings{}
+	collected := &testenv.PolicyWarnings{Policy: policyName}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = collected
 	c, err := client.New(cfg, client.Options{Scheme: testScheme(t)})
@@ -187,19 +159,19 @@ func TestAdmissionWarnings(t *testing.T) {
 			})
 			want := expectedWarnings(probe, &controllerCfg)
 			require.Eventually(t, func() bool {
-				collected.take()
+				collected.Take()
 				if err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll); err != nil {
 					return false
 				}
-				return assert.ObjectsAreEqual(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(collected.take())))
+				return assert.ObjectsAreEqual(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(collected.Take())))
 			}, 30*time.Second, 200*time.Millisecond, "the policy of mode %s in effect", mode)
 
 			for i, tt := range cases {
 				t.Run(tt.name, func(t *testing.T) {
 					f := fn(fmt.Sprintf("%s-%d", mode, i), tt.change)
-					collected.take()
+					collected.Take()
 					require.NoError(t, c.Create(ctx, f), "admitted")
-					got := collected.take()
+					got := collected.Take()
 					assert.ElementsMatch(t, expectedWarnings(f, &controllerCfg), got, "create")
 					if want, ok := tt.pinned[mode]; ok {
 						assert.ElementsMatch(t, want, got)
@@ -210,7 +182,7 @@ func TestAdmissionWarnings(t *testing.T) {
 					// An update that changes nothing else warns the same.
 					stored.Labels = map[string]string{"touched": "yes"}
 					require.NoError(t, c.Update(ctx, stored), "admitted")
-					assert.ElementsMatch(t, got, collected.take(), "update")
+					assert.ElementsMatch(t, got, collected.Take(), "update")
 				})
 			}
 		})
@@ -218,16 +190,16 @@ func TestAdmissionWarnings(t *testing.T) {
 	// Updates from a fine Function to a warned one and back.
 	f := fn("edited", nil)
 	require.NoError(t, c.Create(ctx, f))
-	collected.take()
+	collected.Take()
 	f.Spec.ScaleConfig = scaled(5, 1)
 	f.Spec.Replicas = ptr.To[int32](3)
 	require.NoError(t, c.Update(ctx, f))
 	assert.Equal(t, []string{"spec.scaleConfig (minReplicas 5, maxReplicas 1) has no effect in buildless mode: the replica count is fixed at spec.replicas (3), no autoscaler runs"},
-		collected.take())
+		collected.Take())
 	f.Spec.ScaleConfig = nil
 	require.NoError(t, c.Update(ctx, f))
-	assert.Empty(t, collected.take())
-	assert.Empty(t, collected.more, "no other warnings")
+	assert.Empty(t, collected.Take())
+	assert.Empty(t, collected.Others(), "no other warnings")
 }
 
 // expectedWarnings are the controller's spec warnings for f, but the

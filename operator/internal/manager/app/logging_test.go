@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,36 +32,12 @@ import (
 // Serverless CR, and its binding.
 const crPolicy = "serverless-cr-warnings"
 
-// crWarnings collects the API server's warnings of crPolicy, as kubectl
-// prints them, without the API server's prefix.
-type crWarnings struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (w *crWarnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	prefix := fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': ", crPolicy, crPolicy)
-	if rest, ok := strings.CutPrefix(text, prefix); ok {
-		w.got = append(w.got, rest)
-	}
-}
-
-func (w *crWarnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.got
-	w.got = nil
-	return out
-}
-
 // installCRPolicy creates the policy and its binding as the install
 // manifest holds them (config/admission, part of config/default), and
 // returns a client whose requests collect its warnings. The API server
 // compiles a new policy asynchronously: the client is returned once the
 // policy warns.
-func installCRPolicy(t *testing.T, env *testenv.Env) (client.Client, *crWarnings) {
+func installCRPolicy(t *testing.T, env *testenv.Env) (client.Client, *testenv.PolicyWarnings) {
 	t.Helper()
 	c := env.Client
 	ctx := context.Background()
@@ -75,7 +49,7 @@ func installCRPolicy(t *testing.T, env *testenv.Env) (client.Client, *crWarnings
 	for _, o := range objs {
 		require.NoError(t, c.Create(ctx, o), "%s %s", o.GetKind(), o.GetName())
 	}
-	collected := &crWarnings{}
+	collected := &testenv.PolicyWarnings{Policy: crPolicy}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = collected
 	wc, err := client.New(cfg, client.Options{Scheme: c.Scheme()})
@@ -86,7 +60,7 @@ func installCRPolicy(t *testing.T, env *testenv.Env) (client.Client, *crWarnings
 		if err := wc.Create(ctx, probe, client.DryRunAll); err != nil {
 			return false, err.Error()
 		}
-		got := collected.take()
+		got := collected.Take()
 		return len(got) > 0, fmt.Sprintf("warnings: %q", got)
 	})
 	return wc, collected
@@ -108,7 +82,7 @@ func TestLogSettingsOfRelease113(t *testing.T) {
 	wc, collected := installCRPolicy(t, env)
 	startManagerWithFS(t, env, charts.Serverless(), reconciler.Options{})
 	require.NoError(t, wc.Create(ctx, newCR("default", v1alpha1.ServerlessSpec{})))
-	assert.Empty(t, collected.take(), "no warning about a CR without log settings")
+	assert.Empty(t, collected.Take(), "no warning about a CR without log settings")
 
 	steps := []struct {
 		name       string
@@ -146,7 +120,7 @@ func TestLogSettingsOfRelease113(t *testing.T) {
 			if st.wantWarnings == nil {
 				st.wantWarnings = []string{}
 			}
-			got := collected.take()
+			got := collected.Take()
 			if got == nil {
 				got = []string{}
 			}
@@ -189,7 +163,7 @@ func TestLogSettingsOfRelease113(t *testing.T) {
 	// The spec keeps what was written: nothing is rewritten or lost.
 	require.NoError(t, wc.Patch(ctx, &v1alpha1.Serverless{ObjectMeta: getCR(t, c, "default").ObjectMeta},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"logLevel":"Loud","logFormat":"console"}}`))))
-	assert.Equal(t, []string{values.UnknownLogLevelMessage("Loud")}, collected.take())
+	assert.Equal(t, []string{values.UnknownLogLevelMessage("Loud")}, collected.Take())
 	cr := getCR(t, c, "default")
 	assert.Equal(t, "Loud", cr.Spec.LogLevel)
 	assert.Equal(t, "console", cr.Spec.LogFormat)
