@@ -24,6 +24,10 @@ const (
 	// The activator listens on the port of every such slice.
 	ActivatorPortFirst = 20000
 	ActivatorPortLast  = 29999
+	// ActivatorReasonHeader names, on the activator's 503 answers, why a held
+	// request could not be served (WakeFailed, StartFailed, WakeTimeout), for
+	// clients that branch on it.
+	ActivatorReasonHeader = "X-Serverless-Activator-Reason"
 )
 
 // Activator holds requests for Functions at zero, wakes them, and (its
