@@ -54,8 +54,10 @@ const (
 // conditions) and the rest of the operator (event reasons of its own).
 var reasonSources = []string{"operator"}
 
-// reasonConstants are the string values of every constant named Reason*
-// in the non-test Go files under dirs, with where each is defined.
+// reasonConstants are the string values of every constant named Reason*,
+// or declared with a type named *Reason (activator.FailureReason: the
+// reasons of the activator's 503s and of its events on Functions), in the
+// non-test Go files under dirs, with where each is defined.
 func reasonConstants(t *testing.T, dirs ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -68,8 +70,12 @@ func reasonConstants(t *testing.T, dirs ...string) map[string]string {
 				}
 				for _, spec := range gd.Specs {
 					vs := spec.(*ast.ValueSpec)
+					typed := false
+					if id, ok := vs.Type.(*ast.Ident); ok {
+						typed = strings.HasSuffix(id.Name, "Reason")
+					}
 					for i, name := range vs.Names {
-						if !strings.HasPrefix(name.Name, "Reason") || i >= len(vs.Values) {
+						if !typed && !strings.HasPrefix(name.Name, "Reason") || i >= len(vs.Values) {
 							continue
 						}
 						lit, ok := vs.Values[i].(*ast.BasicLit)
@@ -230,6 +236,11 @@ func TestEveryReasonHasAGuide(t *testing.T) {
 	// The two APIs' reasons must be among them (the walk found their files).
 	for _, v := range []string{v1alpha2.ReasonJobFailed, v1alpha2.ReasonSourceUpdateFailed, v1alpha1.ReasonFunctionsExist, v1alpha1.ReasonInstallationErr} {
 		require.Contains(t, defined, v, "the reasons of the APIs are read from their sources")
+	}
+	// So are the activator's (operator/internal/activator, typed
+	// FailureReason, which this package cannot import).
+	for _, v := range []string{"WakeFailed", "StartFailed", "WakeTimeout"} {
+		require.Contains(t, defined, v, "the activator's reasons are read from their sources")
 	}
 	named := map[string][]string{}
 	for _, p := range pages(t, troubleshooting) {

@@ -78,6 +78,7 @@ func TestTutorials(t *testing.T) {
 		follow("01-40-inject-secrets.md", tu.secrets),
 		follow("01-41-inject-environment-variables.md", tu.environmentVariables),
 		follow("01-50-scale-function.md", tu.scale),
+		follow("01-51-scale-function-to-zero.md", tu.scaleToZero),
 		follow("01-80-expose-function.md", tu.expose),
 		follow("01-90-subscribe-to-events.md", tu.events),
 		follow("01-92-customize-function-traces.md", tu.customTraces),
@@ -402,6 +403,60 @@ func (tu *tutorials) scale(t *testing.T, p docs.Page) {
 	f.waitFunction(ns, "hello-scale", "to keep running under its autoscaler", 2*time.Minute, func(fn *v1alpha2.Function) bool {
 		return isRunning(fn) && fn.Status.Replicas >= 2
 	})
+}
+
+// scaleToZero follows the page: the Function answers, goes to zero after
+// its 20 s window (spec.replicas 0, Running True ScaledToZero, no Pod, the
+// Service's cluster IP kept), and the page's calling Pod wakes it and
+// prints its answer.
+func (tu *tutorials) scaleToZero(t *testing.T, p docs.Page) {
+	const name, answer = "hello-zero", "Hello from a Function that scales to zero!"
+	ns := tu.namespace(t, "tut-zero")
+	objs := objects(t, p, ns)
+	fn := object(t, objs, "Function", name)
+	assert.Equal(t, "20s", fn.GetAnnotations()[v1alpha2.AnnotationScaleToZeroAfter], "the page's idle window")
+	minReplicas, found, err := unstructured.NestedInt64(fn.Object, "spec", "scaleConfig", "minReplicas")
+	require.NoError(t, err)
+	require.True(t, found, "the page sets spec.scaleConfig.minReplicas")
+	require.Zero(t, minReplicas)
+	tu.apply(t, ns, objs...)
+	f := tu.f.in(t)
+	f.waitRunning(ns, name)
+	says(t, p, "curl http://localhost:8080/")
+	tu.answers(t, p, ns, name, "/", answer)
+	svc := &corev1.Service{}
+	require.NoError(t, f.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, svc))
+	clusterIP := svc.Spec.ClusterIP
+
+	// No more calls: the activator sets spec.replicas to 0 after the
+	// window, the controller drains and removes the Pod.
+	tu.sh(t, p, ns, `kubectl wait function hello-zero -n "$NAMESPACE" --for=jsonpath='{.spec.replicas}'=0`)
+	reason := mustCommand(t, p, `kubectl get function hello-zero -n "$NAMESPACE" -o jsonpath='{.status.conditions[?(@.type=="Running")].reason}'`)
+	says(t, p, v1alpha2.ReasonScaledToZero)
+	pods := mustCommand(t, p, `kubectl get pods -n "$NAMESPACE" -l serverless.kyma-project.io/function-name=hello-zero,serverless.kyma-project.io/resource=deployment`)
+	says(t, p, "No resources found in default namespace.")
+	framework.WaitFor(t, 2*time.Minute, "the Function at zero: Running "+v1alpha2.ReasonScaledToZero+" and no Pod", func(context.Context) (bool, string, error) {
+		out, err := tu.run(t, ns, reason)
+		if err != nil || out != v1alpha2.ReasonScaledToZero {
+			return false, "Running reason: " + out, nil
+		}
+		out, err = tu.run(t, ns, pods)
+		return err == nil && out == "No resources found in "+ns+" namespace.", "Pods: " + out, nil
+	}, f.dumpsFor(ns, name)...)
+	require.NoError(t, f.c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, svc))
+	assert.Equal(t, clusterIP, svc.Spec.ClusterIP, "the Service keeps its cluster IP at zero")
+
+	// The page's call from a Pod wakes the Function and prints its answer.
+	t.Cleanup(func() { _, _ = tu.run(t, ns, `kubectl delete pod hello-zero-call -n "$NAMESPACE" --ignore-not-found`) })
+	tu.sh(t, p, ns, `kubectl run hello-zero-call -n "$NAMESPACE"`)
+	tu.sh(t, p, ns, `kubectl wait pod hello-zero-call -n "$NAMESPACE"`)
+	assert.Equal(t, answer, tu.sh(t, p, ns, `kubectl logs hello-zero-call -n "$NAMESPACE"`), "the waking call's answer")
+	// Within the window that the call started again.
+	f.waitFunction(ns, name, "to run again after the wake", 15*time.Second, func(fn *v1alpha2.Function) bool {
+		c := condition(fn, v1alpha2.ConditionRunning)
+		return isRunning(fn) && c.Reason == v1alpha2.ReasonDeploymentReady && fn.Spec.Replicas != nil && *fn.Spec.Replicas >= 1
+	})
+	tu.sh(t, p, ns, `kubectl delete pod hello-zero-call -n "$NAMESPACE"`)
 }
 
 func mustCommand(t *testing.T, p docs.Page, prefix string) string {
