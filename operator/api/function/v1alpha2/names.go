@@ -98,4 +98,9 @@ const (
 	// ReasonFunctionSpecValidated (ConfigurationReady True): the Function is
 	// valid and its sources resolved.
 	ReasonFunctionSpecValidated = "FunctionSpecValidated"
+
+	// ReasonScaledToZero (Running True): a Function with
+	// scaleConfig.minReplicas 0 has no replica; the next request starts one
+	// (docs/contributor/scale-to-zero.md).
+	ReasonScaledToZero = "ScaledToZero"
 )

@@ -9,6 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -42,7 +43,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *I
 		// Status-only updates (our own writes) need no pass.
 		For(&v1alpha2.Function{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{})
+		Owns(&corev1.Service{}).
+		// Scale to zero: the activator slice and the Service's own slices
+		// (which carry the Service's labels, so the Function's name).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(buildPodFunction))
+	if r.activatorWatch != nil {
+		// A change of the activator's Pods rewrites every parked slice.
+		b = b.WatchesRawSource(source.Kind(r.activatorWatch, client.Object(&discoveryv1.EndpointSlice{}),
+			handler.EnqueueRequestsFromMapFunc(r.scaleToZeroFunctions)))
+	}
 	if r.cfg.Mode == config.ModeBuildless {
 		if r.leftovers != nil {
 			b = b.WatchesRawSource(source.Channel(r.leftovers.Wake(), &handler.EnqueueRequestForObject{}))
@@ -123,8 +132,23 @@ func (s *BuildSlots) WakeHandler() handler.EventHandler {
 	}
 }
 
-// buildPodFunction maps a build Pod to its Function (the Pod has the
-// Function's internal labels).
+// scaleToZeroFunctions are all Functions with scaleConfig.minReplicas 0.
+func (r *Reconciler) scaleToZeroFunctions(ctx context.Context, _ client.Object) []reconcile.Request {
+	var fns v1alpha2.FunctionList
+	if err := r.client.List(ctx, &fns); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range fns.Items {
+		if resources.ScaleToZero(&fns.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fns.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// buildPodFunction maps a build Pod, or an EndpointSlice of a Function's
+// Service, to its Function (it has the Function's internal labels).
 func buildPodFunction(_ context.Context, o client.Object) []reconcile.Request {
 	name := o.GetLabels()[v1alpha2.LabelFunctionName]
 	if name == "" {
