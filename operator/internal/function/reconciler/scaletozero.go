@@ -239,17 +239,17 @@ func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service
 		return err
 	}
 	live := r.ourSlice(p)
-	if parked(p) {
-		if len(eps) == 0 {
-			// No activator Pod is ready: dropping the selector would leave
-			// the Service without any endpoint. It stays served until one
-			// is (a change of the activator's slices requeues the Function).
-			logr.FromContextOrDiscard(ctx).Info("no ready activator Pod: the Function's Service keeps its selector",
-				"service", module.ActivatorServiceName, "namespace", r.cfg.BaseNamespace)
-			if err := r.keepSlice(ctx, p, live, family, sliceEndpoints(live)); err != nil || p.stop {
+	svc := r.liveService(p, desired.Name)
+	if parked(p) && len(eps) > 0 {
+		if svc == nil {
+			// A new Service, no client yet: made first, so that a slice
+			// never names a Service of that name that is not the
+			// Function's (keepService refuses to take one over).
+			desired.Spec.Selector = nil
+			if err := r.keepService(ctx, p, desired); err != nil || p.stop {
 				return err
 			}
-			return r.keepService(ctx, p, desired)
+			return r.keepSlice(ctx, p, live, family, eps)
 		}
 		if err := r.keepSlice(ctx, p, live, family, eps); err != nil || p.stop {
 			return err
@@ -257,7 +257,18 @@ func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service
 		desired.Spec.Selector = nil
 		return r.keepService(ctx, p, desired)
 	}
-	hadSelector := r.serviceSelected(p, desired.Name)
+	if parked(p) {
+		// No activator Pod is ready: dropping the selector would leave the
+		// Service without any endpoint. It stays served until one is (a
+		// change of the activator's slices requeues the Function).
+		logr.FromContextOrDiscard(ctx).Info("no ready activator Pod: the Function's Service keeps its selector",
+			"service", module.ActivatorServiceName, "namespace", r.cfg.BaseNamespace)
+		if err := r.keepService(ctx, p, desired); err != nil || p.stop {
+			return err
+		}
+		return r.keepSlice(ctx, p, live, family, sliceEndpoints(live))
+	}
+	hadSelector := svc != nil && len(svc.Spec.Selector) > 0
 	if err := r.keepService(ctx, p, desired); err != nil || p.stop {
 		return err
 	}
@@ -268,14 +279,14 @@ func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service
 	return r.keepSlice(ctx, p, live, family, keep)
 }
 
-// serviceSelected reports whether the live Service named name has a selector.
-func (r *Reconciler) serviceSelected(p *pass, name string) bool {
+// liveService is the Function's Service named name, nil when it has none.
+func (r *Reconciler) liveService(p *pass, name string) *corev1.Service {
 	for i := range p.services {
 		if p.services[i].Name == name {
-			return len(p.services[i].Spec.Selector) > 0
+			return &p.services[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // ourSlice is the Function's activator EndpointSlice, nil when it has none.

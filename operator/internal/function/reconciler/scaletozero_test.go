@@ -389,3 +389,50 @@ func TestScaleToZeroInBuildMode(t *testing.T) {
 	assert.EqualValues(t, 0, *f.deployments(t)[0].Spec.Replicas, "no Pod to drain")
 	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonScaledToZero)
 }
+
+// Slice changes wake scale-to-zero Functions, and any Function with a
+// slice of ours; every other Function's Service slices wake nothing.
+func TestSliceFunction(t *testing.T) {
+	plain, stz := newFunction("plain"), stzFunction("hello")
+	f := newFixture(t, plain, stz)
+	own := func(fn *v1alpha2.Function) *discoveryv1.EndpointSlice {
+		labels := resources.FunctionLabels(fn)
+		labels[discoveryv1.LabelServiceName] = fn.Name
+		labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fn.Name + "-x", Namespace: testNS, Labels: labels}}
+	}
+	tests := []struct {
+		name  string
+		slice *discoveryv1.EndpointSlice
+		want  []string
+	}{
+		{"the Service's own, scale to zero", own(stz), []string{"hello"}},
+		{"the Service's own, no scale to zero", own(plain), nil},
+		{"ours, scale to zero", resources.ActivatorSlice(stz, 20000, "", nil), []string{"hello"}},
+		{"ours left on a Function without scale to zero", resources.ActivatorSlice(plain, 20000, "", nil), []string{"plain"}},
+		{"not a Function's", &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: testNS}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, req := range f.r.sliceFunction(context.Background(), tt.slice) {
+				assert.Equal(t, testNS, req.Namespace)
+				got = append(got, req.Name)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// A Service of the Function's name that is not the Function's gets no
+// slice of ours: it would send that Service's clients to the activator.
+func TestForeignServiceGetsNoActivatorSlice(t *testing.T) {
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: testNS},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1234}}, Selector: map[string]string{"app": "theirs"}}}
+	f, _ := stzFixture(t, stzFunction("hello"))
+	require.NoError(t, f.client.Create(context.Background(), foreign))
+	f.reconcile(t, "hello")
+	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed)
+	assert.Nil(t, f.activatorSlice(t, "hello"))
+	assert.Equal(t, map[string]string{"app": "theirs"}, f.service(t, "hello").Spec.Selector, "left alone")
+}

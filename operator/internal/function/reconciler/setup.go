@@ -24,6 +24,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -46,7 +47,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *I
 		Owns(&corev1.Service{}).
 		// Scale to zero: the activator slice and the Service's own slices
 		// (which carry the Service's labels, so the Function's name).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(buildPodFunction))
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.sliceFunction))
 	if r.activatorWatch != nil {
 		// A change of the activator's Pods rewrites every parked slice.
 		b = b.WatchesRawSource(source.Kind(r.activatorWatch, client.Object(&discoveryv1.EndpointSlice{}),
@@ -130,6 +131,22 @@ func (s *BuildSlots) WakeHandler() handler.EventHandler {
 			}
 		},
 	}
+}
+
+// sliceFunction maps an EndpointSlice to its Function: always for a slice
+// of ours (one left from scale to zero goes), for the Service's own slices
+// only when the Function scales to zero (no pass per Pod readiness change
+// of every other Function).
+func (r *Reconciler) sliceFunction(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs := buildPodFunction(ctx, o)
+	if len(reqs) == 0 || o.GetLabels()[discoveryv1.LabelManagedBy] == module.ActivatorSliceManagedBy {
+		return reqs
+	}
+	fn := &v1alpha2.Function{}
+	if err := r.client.Get(ctx, reqs[0].NamespacedName, fn); err != nil || !resources.ScaleToZero(fn) {
+		return nil
+	}
+	return reqs
 }
 
 // scaleToZeroFunctions are all Functions with scaleConfig.minReplicas 0.
