@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -435,4 +438,44 @@ func TestForeignServiceGetsNoActivatorSlice(t *testing.T) {
 	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed)
 	assert.Nil(t, f.activatorSlice(t, "hello"))
 	assert.Equal(t, map[string]string{"app": "theirs"}, f.service(t, "hello").Spec.Selector, "left alone")
+}
+
+// The drain's scrape reads a replica's /metrics as the runtimes serve it.
+func TestHTTPScraper(t *testing.T) {
+	const metrics = "# HELP function_calls_total Number of calls\n# TYPE function_calls_total counter\n" +
+		"function_calls_total{method=\"GET\"} 3\nfunction_calls_total{method=\"POST\"} 2\n" +
+		"# TYPE function_duration_seconds histogram\n" +
+		"function_duration_seconds_bucket{method=\"GET\",le=\"+Inf\"} 4\nfunction_duration_seconds_sum{method=\"GET\"} 0.4\nfunction_duration_seconds_count{method=\"GET\"} 4\n"
+	tests := []struct {
+		name    string
+		status  int
+		body    string
+		want    activator.Sample
+		wantErr string
+	}{
+		{"a call in flight", http.StatusOK, metrics, activator.Sample{Calls: 5, Returned: 4, HasReturned: true}, ""},
+		{"no call counter", http.StatusOK, "# TYPE other counter\nother 1\n", activator.Sample{}, "function_calls_total"},
+		{"an error status", http.StatusServiceUnavailable, "", activator.Sample{}, "503"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/metrics" {
+					http.NotFound(w, r)
+					return
+				}
+				w.WriteHeader(tt.status)
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			got, err := HTTPScraper(srv.Client())(context.Background(), strings.TrimPrefix(srv.URL, "http://"))
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
