@@ -187,8 +187,10 @@ type ResourceRequirements struct {
 // as release 1.13 admits it: then no autoscaler runs and the replica count
 // stays spec.replicas (admission and ConfigurationReady warn about it).
 type ScaleConfig struct {
-	// MinReplicas of the autoscaler.
-	// +kubebuilder:validation:Minimum=1
+	// MinReplicas of the autoscaler. 0 scales the Function to zero after a
+	// window without a request (annotation scale-to-zero-after, default 5m);
+	// the autoscaler then starts from 1.
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	MinReplicas *int32 `json:"minReplicas"`
 	// MaxReplicas of the autoscaler, at most 1000 as spec.replicas.

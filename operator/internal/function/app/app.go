@@ -13,6 +13,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -70,8 +71,14 @@ func NewScheme() (*runtime.Scheme, error) {
 // Functions they cost about 6 MiB (make bench); an update sent without them
 // keeps the server's.
 //
-// In buildless mode only Functions, their Deployments and Services, and
-// the registry Secret of the base namespace (the registry clean-up) are
+// EndpointSlices are cached when labelled managed-by=function-controller:
+// the activator slices of scale-to-zero Functions and the slices the
+// cluster makes for their Services (it copies the Service's labels); the
+// activator Service's own slices are in a cache of their own
+// (activatorSliceCache).
+//
+// In buildless mode only Functions, their Deployments, Services and
+// EndpointSlices, and the registry Secret of the base namespace (the registry clean-up) are
 // cached: no Jobs, build Pods, ConfigMaps, ServiceAccounts or copies. A read
 // of any other kind through the cache is an error there, not a new
 // cluster-wide watch.
@@ -90,7 +97,10 @@ func CacheOptions(cfg *config.Config) (cache.Options, error) {
 				&v1alpha2.Function{}: {},
 				&appsv1.Deployment{}: {Label: managed},
 				&corev1.Service{}:    {Label: managed},
-				&corev1.Secret{}:     {Namespaces: map[string]cache.Config{cfg.BaseNamespace: {LabelSelector: bases}}},
+				// Scale to zero: the activator slices and the Services' own
+				// (which copy the Services' labels).
+				&discoveryv1.EndpointSlice{}: {Label: managed},
+				&corev1.Secret{}:             {Namespaces: map[string]cache.Config{cfg.BaseNamespace: {LabelSelector: bases}}},
 			},
 		}, nil
 	}
@@ -112,6 +122,7 @@ func CacheOptions(cfg *config.Config) (cache.Options, error) {
 			&batchv1.Job{}:                           {Label: managed, Transform: jobTransform},
 			&appsv1.Deployment{}:                     {Label: managed},
 			&corev1.Service{}:                        {Label: managed},
+			&discoveryv1.EndpointSlice{}:             {Label: managed},
 			&autoscalingv2.HorizontalPodAutoscaler{}: {Label: managed},
 			&corev1.ConfigMap{}:                      perNamespace(labels.Everything()),
 			&corev1.Secret{}:                         perNamespace(bases),
@@ -129,6 +140,9 @@ type Options struct {
 	Workers int
 	// Metrics is where the build metrics are registered.
 	Metrics prometheus.Registerer
+	// DrainSettle is how long a scale-to-zero Function's drain waits
+	// before its first scrape (reconciler.DefaultDrainSettle if 0).
+	DrainSettle time.Duration
 }
 
 // Setup adds the Function reconciler and, in build mode, the copies
@@ -142,7 +156,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	rOpts := reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader(), Informers: mgr.GetCache()}
+	rOpts := reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader(), Informers: mgr.GetCache(), DrainSettle: opts.DrainSettle}
+	if rOpts.ActivatorSlices, err = activatorSliceCache(mgr, opts.Config.BaseNamespace); err != nil {
+		return nil, err
+	}
 	var slots *reconciler.BuildSlots
 	if opts.Config.Mode == config.ModeBuildless {
 		sweeper := leftovers.New(mgr.GetAPIReader(), mgr.GetClient(), opts.Config.BaseNamespace, mgr.GetLogger().WithName("leftovers"))
@@ -213,6 +230,30 @@ func packageConfigCache(mgr ctrl.Manager, name string) (cache.Cache, error) {
 	}
 	if err := mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("adding the package registry config cache: %w", err)
+	}
+	return c, nil
+}
+
+// activatorSliceCache holds the EndpointSlices of the activator's Service
+// (module.ActivatorServiceName in the module namespace): the addresses a
+// parked Function's slice lists. A cache of its own, as the main cache's
+// EndpointSlices are selected by another label in every namespace.
+func activatorSliceCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&discoveryv1.EndpointSlice{}: {
+				Namespaces: map[string]cache.Config{namespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: module.ActivatorServiceName}),
+			},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the activator EndpointSlice cache: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the activator EndpointSlice cache: %w", err)
 	}
 	return c, nil
 }

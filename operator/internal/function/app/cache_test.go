@@ -11,8 +11,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,6 +65,8 @@ func typeName(obj client.Object) string {
 		return "Secret"
 	case *batchv1.Job:
 		return "Job"
+	case *discoveryv1.EndpointSlice:
+		return "EndpointSlice"
 	default:
 		return fmt.Sprintf("%T", obj)
 	}
@@ -105,8 +109,9 @@ func TestCacheHoldsBuildPodsSlim(t *testing.T) {
 	assert.Equal(t, []corev1.ContainerStatus{{Name: "build", State: corev1.ContainerState{Terminated: done}}}, pod.Status.ContainerStatuses)
 }
 
-// In buildless mode the cache holds Functions, their Deployments and
-// Services and the base namespace's registry Secret; no build kind, no
+// In buildless mode the cache holds Functions, their Deployments,
+// Services and EndpointSlices (scale to zero) and the base namespace's
+// registry Secret; no build kind, no
 // copies. Reading another kind is an error, never a new cluster-wide watch.
 func TestBuildlessCacheHoldsNoBuildKinds(t *testing.T) {
 	opts, err := app.CacheOptions(&config.Config{BaseNamespace: "kyma-system", Mode: config.ModeBuildless})
@@ -120,7 +125,7 @@ func TestBuildlessCacheHoldsNoBuildKinds(t *testing.T) {
 		}
 	}
 	slices.Sort(kinds)
-	assert.Equal(t, []string{"Deployment", "Function", "Secret", "Service"}, kinds)
+	assert.Equal(t, []string{"Deployment", "EndpointSlice", "Function", "Secret", "Service"}, kinds)
 	assert.NotNil(t, opts.DefaultTransform, "managed fields dropped")
 }
 
@@ -144,5 +149,31 @@ func TestCacheHoldsCopiesTakenOver(t *testing.T) {
 		case *batchv1.Job, *appsv1.Deployment:
 			assert.False(t, by.Label.Matches(managedBy(v1alpha2.ManagedByUser)), "%T", obj)
 		}
+	}
+}
+
+// EndpointSlices are cached when they are a Function's: ours, and those the
+// cluster makes for a Function's Service (they copy its labels); other
+// Services' slices are not, in either mode.
+func TestCacheHoldsFunctionEndpointSlices(t *testing.T) {
+	fn := &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", UID: "u1"}}
+	fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](0)}
+	own := resources.FunctionLabels(fn)
+	own[discoveryv1.LabelServiceName], own[discoveryv1.LabelManagedBy] = "hello", "endpointslice-controller.k8s.io"
+	for _, mode := range []config.Mode{config.ModeBuild, config.ModeBuildless} {
+		t.Run(string(mode), func(t *testing.T) {
+			opts, err := app.CacheOptions(&config.Config{BaseNamespace: "kyma-system", Mode: mode})
+			require.NoError(t, err)
+			var sel labels.Selector
+			for obj, by := range opts.ByObject {
+				if _, ok := obj.(*discoveryv1.EndpointSlice); ok {
+					sel = by.Label
+				}
+			}
+			require.NotNil(t, sel, "EndpointSlices cached by label")
+			assert.True(t, sel.Matches(labels.Set(resources.ActivatorSlice(fn, 20000, "", nil).Labels)), "ours")
+			assert.True(t, sel.Matches(labels.Set(own)), "the Function's Service's")
+			assert.False(t, sel.Matches(labels.Set{discoveryv1.LabelServiceName: "other", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}))
+		})
 	}
 }

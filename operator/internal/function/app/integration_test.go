@@ -164,7 +164,9 @@ type env struct {
 	writes    *writes
 	copyReads *copyReads
 	cfg       config.Config // of the next controller started
-	stop      func()        // stops the running controller
+	// drainSettle of the next controller started (0: the default).
+	drainSettle time.Duration
+	stop        func() // stops the running controller
 }
 
 // start runs the Function controller (Function reconciler and copies) against
@@ -243,7 +245,7 @@ func (e *env) startController(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	_, err = app.Setup(mgr, app.Options{Config: cfg, Metrics: prometheus.NewRegistry()})
+	_, err = app.Setup(mgr, app.Options{Config: cfg, Metrics: prometheus.NewRegistry(), DrainSettle: e.drainSettle})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())

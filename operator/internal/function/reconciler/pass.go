@@ -7,6 +7,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -35,7 +36,10 @@ type pass struct {
 	deployments []appsv1.Deployment
 	services    []corev1.Service
 	hpas        []autoscalingv2.HorizontalPodAutoscaler
-	buildPods   []corev1.Pod // Pods of its build Jobs (the cache holds no others)
+	// endpointSlices: the activator slice of a scale-to-zero Function and
+	// the slices the cluster made for its Service (they copy its labels).
+	endpointSlices []discoveryv1.EndpointSlice
+	buildPods      []corev1.Pod // Pods of its build Jobs (the cache holds no others)
 
 	gitKeys *git.SecretKeys // the auth Secret's layout (buildless Git Functions with auth)
 

@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -48,6 +50,9 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Scale to zero: the activator EndpointSlice of each such Function, and the
+// EndpointSlices of the Functions' and the activator's Services (read).
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;patch;delete
 
 // EventRecorder emits events about a Function (events.k8s.io recorder).
 type EventRecorder interface {
@@ -80,6 +85,16 @@ type Options struct {
 	// the cache then looks at the cached object without copying it (nil:
 	// a copy per look, through c).
 	Informers cache.Informers
+	// ActivatorSlices holds the EndpointSlices of the activator's Service
+	// in the module namespace; a change requeues every scale-to-zero
+	// Function (nil: they are read through c, and nothing watches them).
+	ActivatorSlices cache.Cache
+	// Scrape reads a replica's call counters during a drain (nil:
+	// HTTPScraper with http.DefaultTransport).
+	Scrape Scraper
+	// DrainSettle is how long a drain waits before its first scrape
+	// (DefaultDrainSettle if 0).
+	DrainSettle time.Duration
 }
 
 // Leftovers are what build mode left of Functions (their build Jobs,
@@ -112,6 +127,13 @@ type Reconciler struct {
 	// leftovers of build mode (buildless mode only; nil otherwise).
 	leftovers Leftovers
 	informers cache.Informers // nil: awaitCache reads through client
+	// Scale to zero.
+	activator      client.Reader // the activator Service's EndpointSlices
+	activatorWatch cache.Cache   // where they are watched (nil: not)
+	scrape         Scraper
+	settle         time.Duration
+	drains         *drains
+	ports          sync.Mutex // one activator port allocation at a time
 }
 
 // New returns a Reconciler for the configured mode. c must read from the
@@ -129,11 +151,22 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 	if opts.PackageConfigs == nil {
 		opts.PackageConfigs = c
 	}
+	var activatorSlices client.Reader = c
+	if opts.ActivatorSlices != nil {
+		activatorSlices = opts.ActivatorSlices
+	}
+	if opts.Scrape == nil {
+		opts.Scrape = HTTPScraper(&http.Client{})
+	}
+	if opts.DrainSettle == 0 {
+		opts.DrainSettle = DefaultDrainSettle
+	}
 	r := &Reconciler{
 		git:    gitDeps{resolver: opts.Git, checks: newGitChecks(), auth: buildAuth},
 		client: c, api: opts.API, pkgs: opts.PackageConfigs, events: events, metrics: metrics, slots: slots, retries: newRetries(),
 		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(), leftovers: opts.Leftovers,
 		informers: opts.Informers,
+		activator: activatorSlices, activatorWatch: opts.ActivatorSlices, scrape: opts.Scrape, settle: opts.DrainSettle, drains: newDrains(),
 	}
 	if opts.Config.Mode == config.ModeBuildless {
 		r.steps, r.git.auth = r.buildlessSteps(), buildlessAuth
@@ -238,5 +271,6 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 		r.leftovers.Forget(ctx, key)
 	}
 	r.retries.reset(key)
+	r.drains.forget(key)
 	r.git.checks.forget(key)
 }

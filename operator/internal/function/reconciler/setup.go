@@ -9,6 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +24,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -42,7 +44,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *I
 		// Status-only updates (our own writes) need no pass.
 		For(&v1alpha2.Function{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{})
+		Owns(&corev1.Service{}).
+		// Scale to zero: the activator slice and the Service's own slices
+		// (which carry the Service's labels, so the Function's name).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.sliceFunction))
+	if r.activatorWatch != nil {
+		// A change of the activator's Pods rewrites every parked slice.
+		b = b.WatchesRawSource(source.Kind(r.activatorWatch, client.Object(&discoveryv1.EndpointSlice{}),
+			handler.EnqueueRequestsFromMapFunc(r.scaleToZeroFunctions)))
+	}
 	if r.cfg.Mode == config.ModeBuildless {
 		if r.leftovers != nil {
 			b = b.WatchesRawSource(source.Channel(r.leftovers.Wake(), &handler.EnqueueRequestForObject{}))
@@ -123,8 +133,39 @@ func (s *BuildSlots) WakeHandler() handler.EventHandler {
 	}
 }
 
-// buildPodFunction maps a build Pod to its Function (the Pod has the
-// Function's internal labels).
+// sliceFunction maps an EndpointSlice to its Function: always for a slice
+// of ours (one left from scale to zero goes), for the Service's own slices
+// only when the Function scales to zero (no pass per Pod readiness change
+// of every other Function).
+func (r *Reconciler) sliceFunction(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs := buildPodFunction(ctx, o)
+	if len(reqs) == 0 || o.GetLabels()[discoveryv1.LabelManagedBy] == module.ActivatorSliceManagedBy {
+		return reqs
+	}
+	fn := &v1alpha2.Function{}
+	if err := r.client.Get(ctx, reqs[0].NamespacedName, fn); err != nil || !resources.ScaleToZero(fn) {
+		return nil
+	}
+	return reqs
+}
+
+// scaleToZeroFunctions are all Functions with scaleConfig.minReplicas 0.
+func (r *Reconciler) scaleToZeroFunctions(ctx context.Context, _ client.Object) []reconcile.Request {
+	var fns v1alpha2.FunctionList
+	if err := r.client.List(ctx, &fns); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range fns.Items {
+		if resources.ScaleToZero(&fns.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fns.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// buildPodFunction maps a build Pod, or an EndpointSlice of a Function's
+// Service, to its Function (it has the Function's internal labels).
 func buildPodFunction(_ context.Context, o client.Object) []reconcile.Request {
 	name := o.GetLabels()[v1alpha2.LabelFunctionName]
 	if name == "" {

@@ -15,7 +15,8 @@ import (
 // Function (resources.BuildlessDeployment). One that differs from it only
 // where 1.13 does not look, or only by what the API server defaults, is
 // adopted as it is: no write, no Pod restarted. A replicas change only
-// scales; any compared field replaces the template (the Pods roll once).
+// scales (for a scale-to-zero Function a drop to 0 after the drain,
+// holdReplicas); any compared field replaces the template (the Pods roll once).
 //
 // A second Deployment is never created. Where several match the Function's
 // labels (1.13 deletes them all and starts a new one, with downtime), the
@@ -43,6 +44,9 @@ func (r *Reconciler) buildlessDeployment(ctx context.Context, p *pass) error {
 		return nil
 	}
 	p.deployment = keep
+	if err := r.drain(ctx, p, keep, desired); err != nil {
+		return err
+	}
 	updated, change := resources.UpdateBuildlessDeployment(keep, desired)
 	if change.Any() {
 		if err := r.update(ctx, updated); err != nil {

@@ -19,7 +19,8 @@ import (
 // on an earlier build of the Function keeps its image but gets every other
 // change (env, replicas, resources…), so those never wait for a build (1.8.4
 // held them back); one on another image (a runtime change, buildless mode)
-// waits for the build. Extra Deployments
+// waits for the build. A scale-to-zero Function's drop to 0 replicas waits
+// for the drain (holdReplicas). Extra Deployments
 // are deleted, keeping the one with the expected image (else the oldest).
 func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 	keep := pickDeployment(p.deployments, p.pullImage)
@@ -65,6 +66,9 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 		return nil
 	}
 	p.deployment = keep
+	if err := r.drain(ctx, p, keep, desired); err != nil {
+		return err
+	}
 	updated, changed := resources.UpdateDeployment(keep, desired)
 	if !changed {
 		podStatus(p)

@@ -9,6 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,17 +42,20 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 }
 
 // observeRunning lists what runs the Function: its Deployments and
-// Services (in buildless mode the cache holds no other kind).
+// Services, and the EndpointSlices of scale to zero (in buildless mode the
+// cache holds no other kind).
 func (r *Reconciler) observeRunning(ctx context.Context, p *pass) error {
 	var (
 		deps appsv1.DeploymentList
 		svcs corev1.ServiceList
+		eps  discoveryv1.EndpointSliceList
 	)
-	if err := r.list(ctx, p, &deps, &svcs); err != nil {
+	if err := r.list(ctx, p, &deps, &svcs, &eps); err != nil {
 		return err
 	}
 	p.deployments = live(deps.Items)
 	p.services = live(svcs.Items)
+	p.endpointSlices = live(eps.Items)
 	return nil
 }
 

@@ -14,13 +14,19 @@ import (
 // running sets the Running condition and status.replicas (scale
 // subresource) from the Deployment. A Deployment created or rolled in this
 // pass is DeploymentCreated/DeploymentUpdated; while it rolls out the
-// condition stays as it is (no write per Deployment status change).
+// condition stays as it is (no write per Deployment status change). A
+// scale-to-zero Function at zero is True ScaledToZero with no replica.
 func (r *Reconciler) running(_ context.Context, p *pass) error {
 	dep := p.deployment
 	if dep == nil {
 		return nil
 	}
 	p.status.Replicas = dep.Status.Replicas
+	if atZero(p) {
+		p.status.Replicas = 0
+		setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonScaledToZero, scaledToZeroMessage(p.fn), p.now)
+		return nil
+	}
 	if wait := firstRolloutWait(p, dep); wait > 0 {
 		p.keepStatus = true
 		p.requeueIn(wait)

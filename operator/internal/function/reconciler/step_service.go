@@ -14,9 +14,20 @@ import (
 // service keeps the Service named after the Function, as desired makes it
 // (the mode's); other Services with the Function's labels are deleted. A
 // Service of that name that is not the Function's (no internal labels) is
-// not taken over: Running False ServiceFailed says so.
+// not taken over: Running False ServiceFailed says so. A scale-to-zero
+// Function's Service loses its selector while the Function is parked (route).
 func (r *Reconciler) service(desiredOf func(*pass) *corev1.Service) func(context.Context, *pass) error {
-	return func(ctx context.Context, p *pass) error { return r.keepService(ctx, p, desiredOf(p)) }
+	return func(ctx context.Context, p *pass) error {
+		desired := desiredOf(p)
+		if resources.ScaleToZero(p.fn) {
+			return r.route(ctx, p, desired)
+		}
+		if err := r.keepService(ctx, p, desired); err != nil || p.stop {
+			return err
+		}
+		// Scale to zero turned off: the selector is back, the slice goes.
+		return r.dropSlices(ctx, p, nil)
+	}
 }
 
 func (r *Reconciler) keepService(ctx context.Context, p *pass, desired *corev1.Service) error {

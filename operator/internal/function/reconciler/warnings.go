@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/activator"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
@@ -39,8 +40,17 @@ func specWarnings(fn *v1alpha2.Function, cfg *config.Config) []string {
 	replicas := ptr.Deref(fn.Spec.Replicas, 1)
 	sc := fn.Spec.ScaleConfig
 	var over resources.Overridden
+	stz := resources.ScaleToZero(fn)
+	if stz {
+		if _, err := activator.IdleWindow(fn.Annotations); err != nil {
+			// The Function is not scaled to zero (the activator reads the
+			// same annotation); ". " would end the warning early.
+			add("%s: the Function is not scaled to zero", strings.ReplaceAll(err.Error(), ". ", "."))
+		}
+	}
 	if cfg.Mode == config.ModeBuildless {
-		if sc != nil {
+		// minReplicas 0 scales to zero in buildless mode too.
+		if sc != nil && !stz {
 			add("spec.scaleConfig (minReplicas %d, maxReplicas %d) has no effect in buildless mode: "+fixedReplicas,
 				ptr.Deref(sc.MinReplicas, 1), ptr.Deref(sc.MaxReplicas, 1), replicas)
 		}
@@ -50,7 +60,9 @@ func specWarnings(fn *v1alpha2.Function, cfg *config.Config) []string {
 		over = resources.OverriddenInBuildless(fn)
 	} else {
 		in := resources.Inputs{Function: fn, Config: cfg}
-		if sc != nil && resources.HPA(in) == nil {
+		// minReplicas 0 with maxReplicas 1: the Function runs 1 replica
+		// while it is not at zero, as asked.
+		if sc != nil && !stz && resources.HPA(in) == nil {
 			// No autoscaler: maxReplicas is not above minReplicas.
 			lowest, highest := ptr.Deref(sc.MinReplicas, 1), ptr.Deref(sc.MaxReplicas, 1)
 			switch {

@@ -55,7 +55,7 @@ func chartPolicy(t *testing.T, mode string) []*unstructured.Unstructured {
 // The chart's admission policy warns, in both modes, with the texts the
 // controller leads ConfigurationReady with, about exactly what the
 // controller warns about (all but the deprecated runtime, which release
-// 1.13 does not flag at admission); it never rejects a Function, and says
+// 1.13 does not flag at admission, and an invalid scale-to-zero window); it never rejects a Function, and says
 // nothing about a fine one.
 func TestAdmissionWarnings(t *testing.T) {
 	env := testenv.Start(t, "charts/serverless/crds")
@@ -141,6 +141,12 @@ func TestAdmissionWarnings(t *testing.T) {
 				"rt-cfg.kyma-project.io/add-img-pull-secret": "no", "sidecar.istio.io/nativeSidecar": "false"}
 		}, nil},
 		{"name label", func(f *v1alpha2.Function) { f.Spec.Labels = map[string]string{"app.kubernetes.io/name": "other"} }, nil},
+		{"scale to zero", func(f *v1alpha2.Function) { f.Spec.ScaleConfig = scaled(0, 1) }, none},
+		{"scale to zero, autoscaling", func(f *v1alpha2.Function) { f.Spec.ScaleConfig = scaled(0, 4) }, none},
+		{"scale to zero, bad window", func(f *v1alpha2.Function) {
+			f.Spec.ScaleConfig = scaled(0, 1)
+			f.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "5"}
+		}, none},
 	}
 
 	for _, mode := range []string{v1alpha1.FunctionModeBuild, v1alpha1.FunctionModeBuildless} {
@@ -203,11 +209,11 @@ func TestAdmissionWarnings(t *testing.T) {
 }
 
 // expectedWarnings are the controller's spec warnings for f, but the
-// runtime's.
+// runtime's and the scale-to-zero annotation's.
 func expectedWarnings(f *v1alpha2.Function, cfg *config.Config) []string {
 	var out []string
 	for _, w := range specWarnings(f, cfg) {
-		if !strings.HasPrefix(w, "runtime ") {
+		if !strings.HasPrefix(w, "runtime ") && !strings.HasPrefix(w, "annotation "+v1alpha2.AnnotationScaleToZeroAfter) {
 			out = append(out, w)
 		}
 	}

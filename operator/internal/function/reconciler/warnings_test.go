@@ -89,6 +89,27 @@ func TestSpecWarnings(t *testing.T) {
 			fn.Spec.Labels = map[string]string{"app.kubernetes.io/name": "other"}
 		}, build: []string{"spec.labels app.kubernetes.io/name has no effect: the module sets this label on the Pods to the Function's name"},
 			sameInBothModes: true},
+		{name: "scale to zero with one replica while awake", change: func(fn *v1alpha2.Function) { fn.Spec.ScaleConfig = scaled(0, 1) },
+			sameInBothModes: true},
+		{name: "scale to zero with autoscaling", change: func(fn *v1alpha2.Function) { fn.Spec.ScaleConfig = scaled(0, 5) },
+			sameInBothModes: true},
+		{name: "scale to zero with a window", change: func(fn *v1alpha2.Function) {
+			fn.Spec.ScaleConfig = scaled(0, 1)
+			fn.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "90s"}
+		}, sameInBothModes: true},
+		{name: "a window without scale to zero is not read", change: func(fn *v1alpha2.Function) {
+			fn.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "soon"}
+		}, sameInBothModes: true},
+		{name: "scale to zero with a window that does not parse", change: func(fn *v1alpha2.Function) {
+			fn.Spec.ScaleConfig = scaled(0, 1)
+			fn.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "5. m"}
+		}, build: []string{`annotation serverless.kyma-project.io/scale-to-zero-after: "5.m" is not a duration such as 90s, 5m or 1h30m: ` +
+			`time: unknown unit " m" in duration "5.m": the Function is not scaled to zero`}, sameInBothModes: true},
+		{name: "scale to zero with a window below the minimum", change: func(fn *v1alpha2.Function) {
+			fn.Spec.ScaleConfig = scaled(0, 3)
+			fn.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "5s"}
+		}, build: []string{`annotation serverless.kyma-project.io/scale-to-zero-after: "5s" is shorter than the minimum of 10s: the Function is not scaled to zero`},
+			sameInBothModes: true},
 		{name: "in order, the runtime first", change: func(fn *v1alpha2.Function) {
 			fn.Spec.Runtime = v1alpha2.RuntimeNodejs20
 			fn.Spec.ScaleConfig = scaled(5, 1)

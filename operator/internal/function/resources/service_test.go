@@ -47,6 +47,10 @@ func TestHPA(t *testing.T) {
 		{name: "target above 100", fn: newFunction(v1alpha2.RuntimePython312, scale(ptr.To[int32](1), ptr.To[int32](2))), target: 150, min: 1, max: 2},
 		{name: "max below min means min, no HPA", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](4), ptr.To[int32](2))), none: true},
 		{name: "no max means min, no HPA", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](3), nil)), none: true},
+		// Scale to zero: the HPA never goes below 1 (an HPA with
+		// minReplicas 0 needs an alpha feature gate); it rests at zero.
+		{name: "min 0 scales from 1", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](0), ptr.To[int32](4))), target: 50, min: 1, max: 4},
+		{name: "min 0, max 1: no HPA", fn: newFunction(v1alpha2.RuntimeNodejs20, scale(ptr.To[int32](0), ptr.To[int32](1))), none: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
