@@ -82,6 +82,11 @@ func parse(args []string, lookup func(string) (string, bool), out io.Writer) (co
 	return cfg, nil
 }
 
+// The leader's Lease in the activator's namespace: create (a name cannot
+// bound it), and get and update on its own name only.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=create,namespace=kyma-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=serverless-activator,namespace=kyma-system
+
 func main() {
 	name := module.Activator().Binary
 	cfg, err := parse(os.Args[1:], os.LookupEnv, os.Stderr)
