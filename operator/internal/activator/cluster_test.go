@@ -28,6 +28,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -231,6 +232,46 @@ func TestCluster(t *testing.T) {
 	t.Run("Replicas", func(t *testing.T) { testReplicas(t, k) })
 	t.Run("Listeners", func(t *testing.T) { testListeners(t, k) })
 	t.Run("ScaleDowns", func(t *testing.T) { testScaleDowns(t, k) })
+	t.Run("FailureRecorder", func(t *testing.T) { testFailureRecorder(t, k) })
+}
+
+type event struct {
+	regarding            string
+	kind, reason, action string
+	note                 string
+}
+
+type events struct{ got []event }
+
+func (e *events) Eventf(regarding, _ runtime.Object, kind, reason, action, note string, args ...any) {
+	obj := regarding.(client.Object)
+	e.got = append(e.got, event{obj.GetNamespace() + "/" + obj.GetName(), kind, reason, action, fmt.Sprintf(note, args...)})
+}
+
+func testFailureRecorder(t *testing.T, k *cluster) {
+	ns := k.namespace(t, "recorder")
+	k.function(t, ns, "broken", 0, nil, nil)
+	tests := []struct {
+		name    string
+		fn      string
+		failure *Failure
+		want    []event
+	}{
+		{name: "a Warning with the reason and the details for the owner", fn: "broken",
+			failure: &Failure{Reason: StartFailed, Cause: "DeploymentFailed", Detail: "image example/x cannot be pulled"},
+			want: []event{{regarding: "recorder/broken", kind: corev1.EventTypeWarning, reason: "StartFailed", action: "Wake",
+				note: "StartFailed (DeploymentFailed): image example/x cannot be pulled"}}},
+		{name: "a Function that is gone gets none", fn: "gone",
+			failure: &Failure{Reason: WakeFailed, Detail: "not found"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &events{}
+			kube := &Kube{Cache: k.cache, Client: k.c, Events: rec}
+			kube.WakeFailed(types.NamespacedName{Namespace: ns, Name: tc.fn}, tc.failure)
+			assert.Equal(t, tc.want, rec.got)
+		})
+	}
 }
 
 func testWaker(t *testing.T, k *cluster) {
