@@ -465,6 +465,9 @@ func testListeners(t *testing.T, k *cluster) {
 	require.NoError(t, k.c.Delete(context.Background(), first))
 	eventually(t, "the port closes with its slice", refused)
 
+	k.slice(t, b, "next-activator", "next", true, port)
+	eventually(t, "the free port serves the Function given it next", serves("listeners-b/next"))
+
 	cancel()
 	select {
 	case <-stopped:

@@ -122,7 +122,12 @@ func (l *Listeners) Sync(ctx context.Context) error {
 	for port, ln := range l.open {
 		if fn, ok := want[port]; !ok || fn != ln.fn {
 			l.Log.Info("closing", "port", port, "function", ln.fn.String())
+			// Requests in flight finish in the background; the port itself
+			// is free before the next listener may take it.
+			closed := make(chan struct{})
+			ln.server.RegisterOnShutdown(func() { close(closed) })
 			go l.shutdown(ln.server)
+			<-closed
 			delete(l.open, port)
 		}
 	}
