@@ -1,5 +1,5 @@
-# Image of one binary of the module (BINARY: manager, function-controller or
-# registry-agent), for those with a container engine: `make docker-build`.
+# Image of one binary of the module (BINARY: manager, function-controller,
+# registry-agent or activator), for those with a container engine: `make docker-build`.
 # It is the image `make image` assembles without one (hack/image): FROM
 # scratch, the static binary as entrypoint, CA certificates, passwd/group
 # entries for the non-root user 65532 (home /tmp) and an empty /tmp (mode
@@ -45,5 +45,9 @@ ENTRYPOINT ["/function-controller"]
 FROM image AS registry-agent
 LABEL org.opencontainers.image.title=serverless-registry-agent
 ENTRYPOINT ["/registry-agent"]
+
+FROM image AS activator
+LABEL org.opencontainers.image.title=serverless-activator
+ENTRYPOINT ["/activator"]
 
 FROM ${BINARY}

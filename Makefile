@@ -77,11 +77,13 @@ render: ## one install YAML on stdout (IMG=... sets the manager image)
 IMG ?= $(IMAGE_REPOSITORY)/serverless-manager:$(shell cat VERSION)
 FUNCTION_CONTROLLER_IMG ?= $(IMAGE_REPOSITORY)/serverless-function-controller:$(shell cat VERSION)
 REGISTRY_AGENT_IMG ?= $(IMAGE_REPOSITORY)/serverless-registry-agent:$(shell cat VERSION)
+ACTIVATOR_IMG ?= $(IMAGE_REPOSITORY)/serverless-activator:$(shell cat VERSION)
 DOCKER_BUILD = docker build --build-arg VERSION=$(shell cat VERSION) --build-arg REVISION=$(shell git rev-parse HEAD 2>/dev/null)
 docker-build: ## the images `make image` builds, with a container engine
 	$(DOCKER_BUILD) --build-arg BINARY=manager -t $(IMG) .
 	$(DOCKER_BUILD) --build-arg BINARY=function-controller -t $(FUNCTION_CONTROLLER_IMG) .
 	$(DOCKER_BUILD) --build-arg BINARY=registry-agent -t $(REGISTRY_AGENT_IMG) .
+	$(DOCKER_BUILD) --build-arg BINARY=activator -t $(ACTIVATOR_IMG) .
 
 module-template: ## module-template/ from VERSION and the default CR
 	go run ./hack/moduletemplate

@@ -9,6 +9,8 @@
 #                                    (markers in scope/namespaced only)
 #   charts/serverless/files/function-controller-rbac/role.yaml
 #                                    the Function controller
+#   charts/serverless/files/activator-rbac/role.yaml
+#                                    the activator
 # `make manifests` and the staleness tests both run this, so they agree.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,3 +26,5 @@ manager_pkgs=$(go list ./operator/cmd/manager/... ./operator/internal/manager/..
   paths=./operator/internal/manager/scope/namespaced output:rbac:artifacts:config="$OUT/config/rbac"
 "$GEN" rbac:roleName=serverless paths="./operator/cmd/function-controller/...;./operator/internal/function/..." \
   output:rbac:artifacts:config="$OUT/charts/serverless/files/function-controller-rbac"
+"$GEN" rbac:roleName=serverless-activator paths="./operator/cmd/activator/...;./operator/internal/activator/..." \
+  output:rbac:artifacts:config="$OUT/charts/serverless/files/activator-rbac"

@@ -249,6 +249,7 @@ func TestImageNamesAreTheDeployedOnes(t *testing.T) {
 	for key, id := range map[string]module.Identity{
 		"function_controller": module.FunctionController(),
 		"registry_agent":      module.RegistryAgent(),
+		"activator":           module.Activator(),
 	} {
 		img := values.Global.Images[key]
 		assert.Equal(t, ref(id), values.Global.ImageRegistry+"/"+img.Repository+":"+img.Tag, "the chart's %s image", key)

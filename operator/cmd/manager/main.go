@@ -33,7 +33,7 @@ import (
 // imageKeys are the chart's image values; IMAGE_<KEY> overrides one
 // (e.g. IMAGE_FUNCTION_CONTROLLER=mirror.example/function-controller:1.8.4).
 var imageKeys = []string{
-	"function_controller", "function_buildless_init", "registry_agent",
+	"function_controller", "function_buildless_init", "registry_agent", "activator",
 	"function_runtime_nodejs20", "function_runtime_nodejs22", "function_runtime_nodejs24", "function_runtime_python312",
 	"registry", "registry_init",
 }

@@ -41,6 +41,8 @@ func Managed() []Kind {
 		{GVK: gvk("rbac.authorization.k8s.io", "v1", "RoleBinding"), Namespaced: true},
 		{GVK: gvk("", "v1", "ConfigMap"), Namespaced: true},
 		{GVK: gvk("networking.k8s.io", "v1", "NetworkPolicy"), Namespaced: true},
+		// The activator's: one replica stays through node drains.
+		{GVK: gvk("policy", "v1", "PodDisruptionBudget"), Namespaced: true},
 		// Secrets and Services as metadata only, like every kind, only the
 		// module's (by label): the namespace may hold thousands. The few whose
 		// content the manager reads are read from the API server, and the

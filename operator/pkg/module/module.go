@@ -97,7 +97,9 @@ func RegistryAgent() Identity {
 
 // Binaries are every binary of the module, in build order; each has its
 // own image.
-func Binaries() []Identity { return []Identity{Manager(), FunctionController(), RegistryAgent()} }
+func Binaries() []Identity {
+	return []Identity{Manager(), FunctionController(), RegistryAgent(), Activator()}
+}
 
 // APIClients are the binaries that talk to the API server, each as its own
 // ServiceAccount (the audit log records exactly these).

@@ -157,6 +157,15 @@ func markAvailable(t *testing.T, c client.Client, name string) {
 	markAvailableIn(t, c, ns, name)
 }
 
+// markChartAvailable plays kube-controller-manager for the Deployments the
+// real chart always renders: the Function controller and the activator.
+func markChartAvailable(t *testing.T, c client.Client) {
+	t.Helper()
+	for _, name := range []string{"serverless-ctrl-mngr", module.Activator().Name} {
+		markAvailable(t, c, name)
+	}
+}
+
 // updateCR changes a CR, retrying when the manager wrote its status meanwhile.
 func updateCR(t *testing.T, c client.Client, name string, change func(cr *v1alpha1.Serverless)) {
 	t.Helper()

@@ -130,7 +130,7 @@ func TestLogSettingsOfRelease113(t *testing.T) {
 			eventually(t, 60*time.Second, fmt.Sprintf("the state %s with logLevel %s and logFormat %s", st.wantState, st.wantLevel, st.wantFormat), func() (bool, string) {
 				last = getCR(t, c, "default")
 				if last.Status.State == v1alpha1.StateProcessing {
-					markAvailable(t, c, "serverless-ctrl-mngr")
+					markChartAvailable(t, c)
 				}
 				return last.Status.ObservedGeneration == last.Generation && last.Status.State == st.wantState &&
 					last.Status.LogLevel == st.wantLevel && last.Status.LogFormat == st.wantFormat, describe(last)

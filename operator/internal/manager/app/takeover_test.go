@@ -238,9 +238,8 @@ func awaitTakeoverReady(t *testing.T, c client.Client) {
 	eventually(t, 60*time.Second, "the takeover to be Ready", func() (bool, string) {
 		cr := getCR(t, c, "default")
 		if cr.Status.State == v1alpha1.StateProcessing {
-			for _, d := range []string{"serverless-ctrl-mngr", "serverless-docker-registry"} {
-				markAvailable(t, c, d)
-			}
+			markChartAvailable(t, c)
+			markAvailable(t, c, "serverless-docker-registry")
 		}
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation, describe(cr)
 	})

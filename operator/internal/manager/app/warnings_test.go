@@ -29,7 +29,7 @@ func TestFunctionWarningPolicyComesAndGoesWithTheModule(t *testing.T) {
 	eventually(t, 60*time.Second, "the module to be Ready", func() (bool, string) {
 		cr := getCR(t, c, "default")
 		if cr.Status.State == v1alpha1.StateProcessing {
-			markAvailable(t, c, "serverless-ctrl-mngr")
+			markChartAvailable(t, c)
 		}
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation, describe(cr)
 	})

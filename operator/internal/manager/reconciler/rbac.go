@@ -28,7 +28,7 @@ package reconciler
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=list;watch;create
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;patch;delete,resourceNames=serverless-priority
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=list;watch;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;patch;delete,resourceNames=serverless;serverless-webhook
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;patch;delete,resourceNames=serverless;serverless-webhook;serverless-activator
 // The Function controller's ClusterRole and binding of serverless-operator
 // 1.10 and later, which the takeover deletes:
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles;clusterrolebindings,verbs=get;delete,resourceNames=serverless-manager-role;serverless-manager-rolebinding
@@ -51,3 +51,9 @@ package reconciler
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/finalizers,verbs=update
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/status,verbs=patch
+//
+// The activator's ClusterRole (charts/serverless/files/activator-rbac),
+// beyond what the lines above hold:
+// +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/scale,verbs=get;update
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

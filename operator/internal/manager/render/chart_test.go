@@ -334,8 +334,8 @@ func TestVariantsRenderWhatTheySwitch(t *testing.T) {
 	}
 	assert.Zero(t, count["default"]["PersistentVolumeClaim"])
 	assert.Equal(t, 1, count["internal-registry"]["PersistentVolumeClaim"])
-	assert.Equal(t, 2, count["internal-registry"]["Deployment"])
-	assert.Equal(t, 5, count["network-policies"]["NetworkPolicy"])
+	assert.Equal(t, 3, count["internal-registry"]["Deployment"], "controller, activator, registry")
+	assert.Equal(t, 7, count["network-policies"]["NetworkPolicy"])
 	assert.Zero(t, count["default"]["NetworkPolicy"])
 	// No admission webhook (README: Why no admission webhook); the manager
 	// still knows the kinds to prune what an older chart installed.

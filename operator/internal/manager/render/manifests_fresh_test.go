@@ -30,7 +30,7 @@ func TestGeneratedManifestsAreFresh(t *testing.T) {
 	for _, committed := range []string{
 		"config/crd/bases/operator.kyma-project.io_serverlesses.yaml",
 		"charts/serverless/crds/serverless.kyma-project.io_functions.yaml",
-		"config/rbac/role.yaml", "config/rbac/role_namespaced.yaml", roleFile,
+		"config/rbac/role.yaml", "config/rbac/role_namespaced.yaml", roleFile, activatorRoleFile,
 	} {
 		t.Run(committed, func(t *testing.T) {
 			got, err := os.ReadFile(filepath.Join(out, committed))

@@ -16,6 +16,7 @@ const ClusterRole = "serverless-manager-namespaced"
 // +kubebuilder:rbac:groups="",resources=serviceaccounts;configmaps;secrets;services;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;patch;delete
 // The manager's leader election (its own namespace) and the Function
 // controller's leader election Role (the module namespace), with events:

@@ -1,0 +1,596 @@
+package activator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+)
+
+// cluster is an API server with the Function CRD, a client, and the
+// activator's cache of it.
+type cluster struct {
+	cfg   *rest.Config
+	c     client.Client
+	cache cache.Cache
+}
+
+// startCluster starts envtest with the Function CRD. Its minReplicas is
+// admitted down to 0 here whatever the CRD says: the CRD's change is the
+// Function controller's part of scale to zero, and the activator's tests
+// need such Functions.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(repo.MustRoot(), "bin", "assets")
+	}
+	data, err := os.ReadFile(filepath.Join(repo.MustRoot(), "charts", "serverless", "crds",
+		"serverless.kyma-project.io_functions.yaml"))
+	require.NoError(t, err)
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, yaml.Unmarshal(data, crd))
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if v.Name != v1alpha2.GroupVersion.Version {
+			continue
+		}
+		sc := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["scaleConfig"]
+		min := sc.Properties["minReplicas"]
+		min.Minimum = ptr.To(0.0)
+		sc.Properties["minReplicas"] = min
+		v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["scaleConfig"] = sc
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets,
+		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}}}
+	cfg, err := env.Start()
+	require.NoError(t, err, "starting the API server (KUBEBUILDER_ASSETS=%s)", assets)
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme, err := NewScheme()
+	require.NoError(t, err)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	opts := CacheOptions()
+	opts.Scheme = scheme
+	cc, err := cache.New(cfg, opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = cc.Start(ctx) }()
+	// Informers start on first use: ask for both before waiting.
+	for _, obj := range []client.Object{&v1alpha2.Function{}, &discoveryv1.EndpointSlice{}} {
+		_, err := cc.GetInformer(ctx, obj)
+		require.NoError(t, err)
+	}
+	require.True(t, cc.WaitForCacheSync(ctx), "the cache did not sync")
+	return &cluster{cfg: cfg, c: c, cache: cc}
+}
+
+// eventually polls cond until it holds or 20 s pass, then fails with
+// what cond saw last.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, saw := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s; last saw %s", what, saw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (k *cluster) namespace(t *testing.T, name string) string {
+	t.Helper()
+	require.NoError(t, client.IgnoreAlreadyExists(k.c.Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})))
+	return name
+}
+
+// function creates a Function; minReplicas nil leaves scaleConfig out.
+func (k *cluster) function(t *testing.T, ns, name string, replicas int32, minReplicas *int32, annotations map[string]string) *v1alpha2.Function {
+	t.Helper()
+	f := &v1alpha2.Function{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: v1alpha2.FunctionSpec{
+			Runtime:  v1alpha2.RuntimeNodejs22,
+			Source:   v1alpha2.Source{Inline: &v1alpha2.InlineSource{Source: "module.exports = { main: () => 'hi' }"}},
+			Replicas: ptr.To(replicas),
+		},
+	}
+	if minReplicas != nil {
+		f.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: minReplicas, MaxReplicas: ptr.To[int32](3)}
+	}
+	require.NoError(t, k.c.Create(context.Background(), f))
+	// The cache sees it before the test goes on.
+	eventually(t, "the cache has the Function", func() (bool, string) {
+		err := k.cache.Get(context.Background(), client.ObjectKeyFromObject(f), &v1alpha2.Function{})
+		return err == nil, fmt.Sprint(err)
+	})
+	return f
+}
+
+func (k *cluster) scale(t *testing.T, fn types.NamespacedName) int32 {
+	t.Helper()
+	f := &v1alpha2.Function{}
+	require.NoError(t, k.c.Get(context.Background(), fn, f))
+	require.NotNil(t, f.Spec.Replicas)
+	return *f.Spec.Replicas
+}
+
+// setScale writes the scale subresource as the HPA or a user would.
+func setScale(ctx context.Context, c client.Client, fn types.NamespacedName, n int32) error {
+	f := &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fn.Namespace, Name: fn.Name}}
+	s := &autoscalingv1.Scale{}
+	if err := c.SubResource("scale").Get(ctx, f, s); err != nil {
+		return err
+	}
+	s.Spec.Replicas = n
+	return c.SubResource("scale").Update(ctx, f, client.WithSubResourceBody(s))
+}
+
+// raiseBeforeFirstWrite is a client whose first scale write is preceded
+// by another writer raising the Function to `to`: the write it makes
+// carries a stale resourceVersion.
+func raiseBeforeFirstWrite(c client.Client, to int32, writes *atomic.Int32) client.Client {
+	return interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if writes.Add(1) == 1 {
+				if err := setScale(ctx, c, client.ObjectKeyFromObject(obj), to); err != nil {
+					return err
+				}
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+}
+
+type endpoint struct {
+	ip    string
+	ready *bool
+	uid   string
+}
+
+// slice creates an EndpointSlice for the Function's Service: ours (with
+// the activator's managed-by and a port) or the cluster's.
+func (k *cluster) slice(t *testing.T, ns, name, service string, ours bool, port int32, eps ...endpoint) *discoveryv1.EndpointSlice {
+	t.Helper()
+	owner := "endpointslice-controller.k8s.io"
+	if ours {
+		owner = module.ActivatorSliceManagedBy
+	}
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			discoveryv1.LabelServiceName: service,
+			discoveryv1.LabelManagedBy:   owner,
+			v1alpha2.LabelManagedBy:      v1alpha2.ManagedByController,
+			v1alpha2.LabelFunctionName:   service,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(SlicePortName), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for _, e := range eps {
+		ep := discoveryv1.Endpoint{Addresses: []string{e.ip}, Conditions: discoveryv1.EndpointConditions{Ready: e.ready}}
+		if e.uid != "" {
+			ep.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: e.uid, UID: types.UID(e.uid)}
+		}
+		s.Endpoints = append(s.Endpoints, ep)
+	}
+	require.NoError(t, k.c.Create(context.Background(), s))
+	eventually(t, "the cache has the EndpointSlice", func() (bool, string) {
+		err := k.cache.Get(context.Background(), client.ObjectKeyFromObject(s), &discoveryv1.EndpointSlice{})
+		return err == nil, fmt.Sprint(err)
+	})
+	return s
+}
+
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	k := startCluster(t)
+	t.Run("Waker", func(t *testing.T) { testWaker(t, k) })
+	t.Run("Replicas", func(t *testing.T) { testReplicas(t, k) })
+	t.Run("Listeners", func(t *testing.T) { testListeners(t, k) })
+	t.Run("ScaleDowns", func(t *testing.T) { testScaleDowns(t, k) })
+	t.Run("FailureRecorder", func(t *testing.T) { testFailureRecorder(t, k) })
+}
+
+type event struct {
+	regarding            string
+	kind, reason, action string
+	note                 string
+}
+
+type events struct{ got []event }
+
+func (e *events) Eventf(regarding, _ runtime.Object, kind, reason, action, note string, args ...any) {
+	obj := regarding.(client.Object)
+	e.got = append(e.got, event{obj.GetNamespace() + "/" + obj.GetName(), kind, reason, action, fmt.Sprintf(note, args...)})
+}
+
+func testFailureRecorder(t *testing.T, k *cluster) {
+	ns := k.namespace(t, "recorder")
+	k.function(t, ns, "broken", 0, nil, nil)
+	tests := []struct {
+		name    string
+		fn      string
+		failure *Failure
+		want    []event
+	}{
+		{name: "a Warning with the reason and the details for the owner", fn: "broken",
+			failure: &Failure{Reason: StartFailed, Cause: "DeploymentFailed", Detail: "image example/x cannot be pulled"},
+			want: []event{{regarding: "recorder/broken", kind: corev1.EventTypeWarning, reason: "StartFailed", action: "Wake",
+				note: "StartFailed (DeploymentFailed): image example/x cannot be pulled"}}},
+		{name: "a Function that is gone gets none", fn: "gone",
+			failure: &Failure{Reason: WakeFailed, Detail: "not found"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &events{}
+			kube := &Kube{Cache: k.cache, Client: k.c, Events: rec}
+			kube.WakeFailed(types.NamespacedName{Namespace: ns, Name: tc.fn}, tc.failure)
+			assert.Equal(t, tc.want, rec.got)
+		})
+	}
+}
+
+func testWaker(t *testing.T, k *cluster) {
+	ns := k.namespace(t, "waker")
+	tests := []struct {
+		name     string
+		replicas int32
+		// raiseTo, when set, is written by another writer between the
+		// wake's read and its write.
+		raiseTo    int32
+		want       int32
+		wantWrites int32
+	}{
+		{name: "at zero: 0 becomes 1", replicas: 0, want: 1, wantWrites: 1},
+		{name: "running: 3 stays 3, nothing written", replicas: 3, want: 3, wantWrites: 0},
+		{name: "raised meanwhile: the conflict is read again and 2 stays", replicas: 0, raiseTo: 2, want: 2, wantWrites: 1},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := k.function(t, ns, "fn-"+strconv.Itoa(i), tc.replicas, nil, nil)
+			fn := client.ObjectKeyFromObject(f)
+			var writes atomic.Int32
+			c := client.Client(countWrites(k.c, &writes))
+			if tc.raiseTo != 0 {
+				c = raiseBeforeFirstWrite(k.c, tc.raiseTo, &writes)
+			}
+			kube := &Kube{Cache: k.cache, Client: c}
+			require.NoError(t, kube.Wake(context.Background(), fn))
+			assert.Equal(t, tc.want, k.scale(t, fn))
+			assert.Equal(t, tc.wantWrites, writes.Load(), "scale writes")
+		})
+	}
+	t.Run("a Function that does not exist is an error", func(t *testing.T) {
+		kube := &Kube{Cache: k.cache, Client: k.c}
+		err := kube.Wake(context.Background(), types.NamespacedName{Namespace: ns, Name: "missing"})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "waker/missing")
+	})
+}
+
+func countWrites(c client.Client, writes *atomic.Int32) client.Client {
+	return interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes.Add(1)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+}
+
+func testReplicas(t *testing.T, k *cluster) {
+	ns := k.namespace(t, "replicas")
+	t.Run("the Service's own ready endpoints count, ours and unready ones do not", func(t *testing.T) {
+		f := k.function(t, ns, "ready", 1, nil, nil)
+		fn := client.ObjectKeyFromObject(f)
+		kube := &Kube{Cache: k.cache, Client: k.c}
+		_, ok := kube.Ready(fn)
+		assert.False(t, ok, "no slices yet")
+
+		k.slice(t, ns, "ready-activator", "ready", true, 20000, endpoint{ip: "10.0.0.9"})
+		k.slice(t, ns, "ready-abcde", "ready", false, 8080,
+			endpoint{ip: "10.0.0.1", ready: ptr.To(false), uid: "pod-a"})
+		_, ok = kube.Ready(fn)
+		assert.False(t, ok, "only our slice and an unready endpoint")
+
+		type result struct {
+			u   *url.URL
+			err error
+		}
+		done := make(chan result, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		go func() {
+			u, err := kube.Await(ctx, fn)
+			done <- result{u, err}
+		}()
+		k.slice(t, ns, "ready-fghij", "ready", false, 8080, endpoint{ip: "10.0.0.2", ready: ptr.To(true), uid: "pod-b"})
+		r := <-done
+		require.NoError(t, r.err)
+		assert.Equal(t, "http://10.0.0.2:8080", r.u.String())
+
+		replicas, err := kube.ReadyReplicas(context.Background(), fn)
+		require.NoError(t, err)
+		require.Len(t, replicas, 1)
+		assert.Equal(t, "pod-b", replicas[0].UID)
+	})
+
+	running := func(at time.Time) v1alpha2.Condition {
+		return v1alpha2.Condition{Type: v1alpha2.ConditionRunning, Status: corev1.ConditionFalse,
+			Reason: v1alpha2.ReasonDeploymentFailed, Message: "image example/x cannot be pulled",
+			LastTransitionTime: metav1.NewTime(at)}
+	}
+	tests := []struct {
+		name string
+		// conditionAge is how long before the wake the condition was set;
+		// negative: after it.
+		conditionAge time.Duration
+		wantFailure  bool
+	}{
+		{name: "DeploymentFailed after the wake is StartFailed", conditionAge: -2 * time.Second, wantFailure: true},
+		{name: "DeploymentFailed from before the wake is not", conditionAge: time.Hour, wantFailure: false},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := k.function(t, ns, "failing-"+strconv.Itoa(i), 0, nil, nil)
+			fn := client.ObjectKeyFromObject(f)
+			kube := &Kube{Cache: k.cache, Client: k.c, Recheck: 100 * time.Millisecond}
+			wokeAt := time.Now()
+			require.NoError(t, kube.Wake(context.Background(), fn))
+			require.NoError(t, k.c.Get(context.Background(), fn, f))
+			f.Status.Conditions = []v1alpha2.Condition{running(wokeAt.Add(-tc.conditionAge))}
+			require.NoError(t, k.c.Status().Update(context.Background(), f))
+			eventually(t, "the cache has the condition", func() (bool, string) {
+				got := &v1alpha2.Function{}
+				err := k.cache.Get(context.Background(), fn, got)
+				return err == nil && len(got.Status.Conditions) == 1, fmt.Sprint(err, got.Status.Conditions)
+			})
+
+			// Without a failure Await waits for a replica until ctx ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := kube.Await(ctx, fn)
+			var failure *Failure
+			if tc.wantFailure {
+				require.ErrorAs(t, err, &failure)
+				assert.Equal(t, StartFailed, failure.Reason)
+				assert.Equal(t, v1alpha2.ReasonDeploymentFailed, failure.Cause)
+				assert.Equal(t, "image example/x cannot be pulled", failure.Detail)
+				return
+			}
+			require.Error(t, err)
+			assert.False(t, errors.As(err, &failure), "an old condition is no failure: %v", err)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+		})
+	}
+}
+
+func freePort(t *testing.T) int32 {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	return int32(port)
+}
+
+func testListeners(t *testing.T, k *cluster) {
+	a, b := k.namespace(t, "listeners-a"), k.namespace(t, "listeners-b")
+	kube := &Kube{Cache: k.cache, Client: k.c}
+	l := &Listeners{
+		Cache: k.cache, Log: logr.Discard(), Host: "127.0.0.1", ShutdownTimeout: time.Second,
+		Handler: func(fn types.NamespacedName) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, fn.String()) })
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, Notify(ctx, k.cache, kube, l))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = l.Start(ctx)
+	}()
+	port := freePort(t)
+	get := func() string {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(int(port)) + "/") //nolint:gosec // test URL
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	serves := func(want string) func() (bool, string) {
+		return func() (bool, string) { got := get(); return got == want, got }
+	}
+	refused := func() (bool, string) {
+		got := get()
+		_, open := l.Ports()[port]
+		return !open && got != "listeners-a/hello" && got != "listeners-b/other", got
+	}
+
+	first := k.slice(t, a, "hello-activator", "hello", true, port)
+	eventually(t, "the slice's port serves its Function", serves("listeners-a/hello"))
+
+	second := k.slice(t, b, "other-activator", "other", true, port)
+	eventually(t, "a port claimed twice is served for neither", refused)
+
+	require.NoError(t, k.c.Delete(context.Background(), second))
+	eventually(t, "the remaining claim is served again", serves("listeners-a/hello"))
+
+	require.NoError(t, k.c.Delete(context.Background(), first))
+	eventually(t, "the port closes with its slice", refused)
+
+	k.slice(t, b, "next-activator", "next", true, port)
+	eventually(t, "the free port serves the Function given it next", serves("listeners-b/next"))
+
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listeners did not stop within 10s of their context")
+	}
+}
+
+// replicaMetrics is a replica's /metrics with a call counter the test sets.
+type replicaMetrics struct {
+	calls    atomic.Int64
+	inFlight atomic.Int64
+	fail     atomic.Bool
+	scrapes  atomic.Int64
+	host     atomic.Value
+}
+
+func (m *replicaMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.scrapes.Add(1)
+	m.host.Store(r.Host)
+	if m.fail.Load() || r.URL.Path != "/metrics" {
+		http.Error(w, "no", http.StatusInternalServerError)
+		return
+	}
+	calls := m.calls.Load()
+	fmt.Fprintf(w, "# TYPE function_calls_total counter\nfunction_calls_total{method=\"GET\"} %d\n"+
+		"# TYPE function_duration_seconds histogram\nfunction_duration_seconds_bucket{method=\"GET\",le=\"+Inf\"} %d\n"+
+		"function_duration_seconds_sum{method=\"GET\"} 0\nfunction_duration_seconds_count{method=\"GET\"} %d\n",
+		calls, calls-m.inFlight.Load(), calls-m.inFlight.Load())
+}
+
+func testScaleDowns(t *testing.T, k *cluster) {
+	ns := k.namespace(t, "scale-downs")
+	window := map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "10s"}
+	tests := []struct {
+		name        string
+		minReplicas *int32
+		annotations map[string]string
+		// each round, before it is scraped
+		round func(i int, m *replicaMetrics)
+		// raiseTo is written by another writer between the leader's read
+		// of the scale and its write.
+		raiseTo     int32
+		want        int32
+		wantResult  string
+		wantScrapes bool
+	}{
+		{name: "idle for its window: scaled to zero", minReplicas: ptr.To[int32](0), annotations: window,
+			round: func(int, *replicaMetrics) {}, want: 0, wantResult: scaleDownScaled, wantScrapes: true},
+		{name: "a call each round: kept", minReplicas: ptr.To[int32](0), annotations: window,
+			round: func(_ int, m *replicaMetrics) { m.calls.Add(1) }, want: 1, wantScrapes: true},
+		{name: "a call running the whole time: kept", minReplicas: ptr.To[int32](0), annotations: window,
+			round: func(_ int, m *replicaMetrics) { m.calls.Store(1); m.inFlight.Store(1) }, want: 1, wantScrapes: true},
+		{name: "scrapes failing since before the window ended: kept", minReplicas: ptr.To[int32](0), annotations: window,
+			round: func(i int, m *replicaMetrics) { m.fail.Store(i >= 4) }, want: 1, wantScrapes: true},
+		{name: "raised while scaling down: the conflict leaves it", minReplicas: ptr.To[int32](0), annotations: window,
+			round: func(int, *replicaMetrics) {}, raiseTo: 2, want: 2, wantResult: scaleDownConflict, wantScrapes: true},
+		{name: "minReplicas 1: not watched", minReplicas: ptr.To[int32](1), annotations: window,
+			round: func(int, *replicaMetrics) {}, want: 1},
+		{name: "no scaleConfig: not watched", annotations: window,
+			round: func(int, *replicaMetrics) {}, want: 1},
+		{name: "an invalid window: not watched", minReplicas: ptr.To[int32](0),
+			annotations: map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "5s"},
+			round:       func(int, *replicaMetrics) {}, want: 1},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			metrics := &replicaMetrics{}
+			srv := httptest.NewServer(metrics)
+			defer srv.Close()
+			// The API server admits no loopback endpoint: the replica's
+			// address is made up, and dialled at the test server.
+			replica := &http.Client{Transport: &http.Transport{
+				DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+				}}}
+			name := "fn-" + strconv.Itoa(i)
+			f := k.function(t, ns, name, 1, tc.minReplicas, tc.annotations)
+			fn := client.ObjectKeyFromObject(f)
+			// Each loop sees every Function: the next case must not see this one.
+			defer func() {
+				require.NoError(t, k.c.Delete(context.Background(), f))
+				eventually(t, "the cache loses the Function", func() (bool, string) {
+					err := k.cache.Get(context.Background(), fn, &v1alpha2.Function{})
+					return apierrors.IsNotFound(err), fmt.Sprint(err)
+				})
+			}()
+			k.slice(t, ns, name+"-abcde", name, false, 8080, endpoint{ip: "10.1.0." + strconv.Itoa(i+1), uid: "pod-" + name})
+
+			var writes atomic.Int32
+			c := client.Client(k.c)
+			if tc.raiseTo != 0 {
+				c = raiseBeforeFirstWrite(k.c, tc.raiseTo, &writes)
+			}
+			s, err := NewScaleDowns(ScaleDowns{Cache: k.cache, Client: c, Log: testr.New(t), HTTP: replica,
+				Kube: &Kube{Cache: k.cache, Client: c}}, nil)
+			require.NoError(t, err)
+			// Rounds every scrape interval (2 s for 10 s) over 10 s of
+			// made-up time: the window ends at the last.
+			start := time.Now()
+			for r := 0; r <= 5; r++ {
+				tc.round(r, metrics)
+				require.NoError(t, s.Round(context.Background(), start.Add(time.Duration(r)*2*time.Second)))
+			}
+			assert.Equal(t, tc.want, k.scale(t, fn))
+			for _, result := range []string{scaleDownScaled, scaleDownConflict, scaleDownError} {
+				want := 0.0
+				if result == tc.wantResult {
+					want = 1
+				}
+				assert.Equal(t, want, counterValue(t, s.scaleDowns.WithLabelValues(result)), "scale-downs %s", result)
+			}
+			assert.Equal(t, tc.wantScrapes, metrics.scrapes.Load() > 0, "scraped %d times", metrics.scrapes.Load())
+			if tc.wantScrapes {
+				assert.Equal(t, "10.1.0."+strconv.Itoa(i+1)+":8080", metrics.host.Load(), "the replica's address and port 8080")
+			}
+		})
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	m := &dto.Metric{}
+	require.NoError(t, c.Write(m))
+	return m.GetCounter().GetValue()
+}

@@ -1,0 +1,267 @@
+package activator
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+)
+
+// The cluster's labels on EndpointSlices (discoveryv1.LabelServiceName,
+// discoveryv1.LabelManagedBy).
+const (
+	labelServiceName = discoveryv1.LabelServiceName
+	labelSliceOwner  = discoveryv1.LabelManagedBy
+)
+
+// FunctionPort is where a Function's replicas serve requests and /metrics.
+const FunctionPort = 8080
+
+// SliceSelector selects every EndpointSlice the activator reads, ours and
+// the Function Services' own: both carry the Function's child label
+// serverless.kyma-project.io/managed-by=function-controller (ours from the
+// Function controller, the Services' because the cluster's EndpointSlice
+// controller copies a Service's labels onto its slices). Ours are told
+// apart by endpointslice.kubernetes.io/managed-by.
+func SliceSelector() map[string]string {
+	return map[string]string{v1alpha2.LabelManagedBy: v1alpha2.ManagedByController}
+}
+
+// CacheOptions is everything the activator caches: Functions in every
+// namespace and the EndpointSlices of SliceSelector.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&discoveryv1.EndpointSlice{}: {Label: labels.SelectorFromSet(SliceSelector())},
+		},
+	}
+}
+
+// EventRecorder writes events.k8s.io events (the manager's recorder).
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Kube is the Holder's view of the cluster: its Waker (the Function's scale
+// subresource), Replicas (EndpointSlices and the Running condition from the
+// cache) and FailureRecorder (events on the Function).
+type Kube struct {
+	// Cache reads Functions and EndpointSlices.
+	Cache client.Reader
+	// Client writes the scale subresource (read from the API server, not
+	// the cache, for its resourceVersion).
+	Client client.Client
+	// Events records failed wakes; may be nil.
+	Events EventRecorder
+	// Port of the replicas; FunctionPort if zero (tests serve elsewhere).
+	Port int
+	// Recheck bounds how long Await waits without a change notice
+	// (Changed) before it looks again; 1 s if zero.
+	Recheck time.Duration
+
+	mu      sync.Mutex
+	wakes   map[types.NamespacedName]time.Time
+	changed chan struct{}
+}
+
+var (
+	_ Waker           = (*Kube)(nil)
+	_ Replicas        = (*Kube)(nil)
+	_ FailureRecorder = (*Kube)(nil)
+)
+
+// Changed tells waiting Awaits that a Function or an EndpointSlice
+// changed; the informers' event handlers call it.
+func (k *Kube) Changed() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.changed != nil {
+		close(k.changed)
+		k.changed = nil
+	}
+}
+
+func (k *Kube) changes() <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.changed == nil {
+		k.changed = make(chan struct{})
+	}
+	return k.changed
+}
+
+// Wake sets the Function's replicas from 0 to 1; it leaves any other count
+// alone, so it never lowers what the HPA or a user set.
+func (k *Kube) Wake(ctx context.Context, fn types.NamespacedName) error {
+	k.mu.Lock()
+	if k.wakes == nil {
+		k.wakes = map[types.NamespacedName]time.Time{}
+	}
+	// Before the write: a condition the write causes is never older.
+	k.wakes[fn] = time.Now()
+	k.mu.Unlock()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := SetScale(ctx, k.Client, fn, 0, 1)
+		return err
+	})
+}
+
+// SetScale writes replicas `to` into the Function's scale subresource when
+// it reads `from`, with the resourceVersion it read, so a change made in
+// between fails with a conflict instead of being overwritten. It reports
+// whether it wrote.
+func SetScale(ctx context.Context, c client.Client, fn types.NamespacedName, from, to int32) (bool, error) {
+	f := &v1alpha2.Function{}
+	f.Namespace, f.Name = fn.Namespace, fn.Name
+	scale := &autoscalingv1.Scale{}
+	if err := c.SubResource("scale").Get(ctx, f, scale); err != nil {
+		return false, fmt.Errorf("reading the scale of Function %s: %w", fn, err)
+	}
+	if scale.Spec.Replicas != from {
+		return false, nil
+	}
+	scale.Spec.Replicas = to
+	if err := c.SubResource("scale").Update(ctx, f, client.WithSubResourceBody(scale)); err != nil {
+		return false, fmt.Errorf("scaling Function %s from %d to %d: %w", fn, from, to, err)
+	}
+	return true, nil
+}
+
+// Replica is one ready replica of a Function.
+type Replica struct {
+	// UID of its Pod ("" when the endpoint names none).
+	UID string
+	URL *url.URL
+}
+
+// ReadyReplicas are the ready endpoints of the Function's Service's own
+// EndpointSlices (not the activator's), in the order the slices list them.
+func (k *Kube) ReadyReplicas(ctx context.Context, fn types.NamespacedName) ([]Replica, error) {
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := k.Cache.List(ctx, slices, client.InNamespace(fn.Namespace),
+		client.MatchingLabels{labelServiceName: fn.Name}); err != nil {
+		return nil, fmt.Errorf("listing the EndpointSlices of Function %s: %w", fn, err)
+	}
+	port := k.Port
+	if port == 0 {
+		port = FunctionPort
+	}
+	var out []Replica
+	for _, s := range slices.Items {
+		if s.Labels[labelSliceOwner] == module.ActivatorSliceManagedBy {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if !endpointReady(e) || len(e.Addresses) == 0 {
+				continue
+			}
+			r := Replica{URL: &url.URL{Scheme: "http", Host: net.JoinHostPort(e.Addresses[0], strconv.Itoa(port))}}
+			if e.TargetRef != nil {
+				r.UID = string(e.TargetRef.UID)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// endpointReady: a missing ready condition means ready (the API's
+// convention); a terminating endpoint is not.
+func endpointReady(e discoveryv1.Endpoint) bool {
+	c := e.Conditions
+	return (c.Ready == nil || *c.Ready) && (c.Terminating == nil || !*c.Terminating)
+}
+
+// Ready returns a ready replica without waiting.
+func (k *Kube) Ready(fn types.NamespacedName) (*url.URL, bool) {
+	replicas, err := k.ReadyReplicas(context.Background(), fn)
+	if err != nil || len(replicas) == 0 {
+		return nil, false
+	}
+	return replicas[0].URL, true
+}
+
+// Await waits for a ready replica. It fails with StartFailed once the
+// Function's Running condition is False with reason DeploymentFailed and
+// changed after the wake began (an older one is from before the Function
+// was at zero).
+func (k *Kube) Await(ctx context.Context, fn types.NamespacedName) (*url.URL, error) {
+	k.mu.Lock()
+	began, ok := k.wakes[fn]
+	delete(k.wakes, fn)
+	k.mu.Unlock()
+	if !ok {
+		began = time.Now()
+	}
+	// The API keeps condition times to the second.
+	began = began.Truncate(time.Second)
+	recheck := k.Recheck
+	if recheck <= 0 {
+		recheck = time.Second
+	}
+	for {
+		changed := k.changes()
+		if u, ok := k.Ready(fn); ok {
+			return u, nil
+		}
+		if err := k.startFailed(ctx, fn, began); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no ready replica of Function %s yet: %w", fn, ctx.Err())
+		case <-changed:
+		case <-time.After(recheck):
+		}
+	}
+}
+
+func (k *Kube) startFailed(ctx context.Context, fn types.NamespacedName, began time.Time) error {
+	f := &v1alpha2.Function{}
+	if err := k.Cache.Get(ctx, fn, f); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &Failure{Reason: StartFailed, Cause: "NotFound", Detail: "the Function was deleted"}
+		}
+		return fmt.Errorf("reading Function %s: %w", fn, err)
+	}
+	for _, c := range f.Status.Conditions {
+		if c.Type == v1alpha2.ConditionRunning && c.Status == corev1.ConditionFalse &&
+			c.Reason == v1alpha2.ReasonDeploymentFailed && !c.LastTransitionTime.Time.Before(began) {
+			return &Failure{Reason: StartFailed, Cause: c.Reason, Detail: c.Message}
+		}
+	}
+	return nil
+}
+
+// WakeFailed records a Warning event on the Function with the failure's
+// reason. The note is the Failure's Error: its Detail comes from the
+// Function's status or an API error, which its owner may read anyway.
+func (k *Kube) WakeFailed(fn types.NamespacedName, f *Failure) {
+	if k.Events == nil {
+		return
+	}
+	obj := &v1alpha2.Function{}
+	obj.Namespace, obj.Name = fn.Namespace, fn.Name
+	if err := k.Cache.Get(context.Background(), fn, obj); err != nil {
+		// Gone: nothing to attach the event to.
+		return
+	}
+	k.Events.Eventf(obj, nil, corev1.EventTypeWarning, string(f.Reason), "Wake", "%s", f.Error())
+}

@@ -1,0 +1,258 @@
+package activator
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+)
+
+// Results of a scale-down, the label of serverless_activator_scale_downs_total.
+const (
+	scaleDownScaled   = "scaled"
+	scaleDownConflict = "conflict"
+	scaleDownError    = "error"
+)
+
+// scrapeTimeout bounds one replica's scrape; the runtimes answer at once.
+const scrapeTimeout = 2 * time.Second
+
+// maxParallelScrapes bounds the replicas scraped at the same moment.
+const maxParallelScrapes = 16
+
+// ScaleDowns is the leader's loop: it scrapes the ready replicas of every
+// Function that may scale to zero, and scales the ones idle for their
+// window to zero.
+type ScaleDowns struct {
+	Cache client.Reader
+	// Client writes the scale subresource.
+	Client client.Client
+	Kube   *Kube
+	// HTTP scrapes the replicas; a client with scrapeTimeout if nil.
+	HTTP *http.Client
+	Log  logr.Logger
+	// Tick is how often the loop looks for Functions due; 1 s if zero.
+	Tick time.Duration
+
+	watched      map[types.NamespacedName]*watched
+	scaleDowns   *prometheus.CounterVec
+	scrapeErrors prometheus.Counter
+}
+
+type watched struct {
+	uid      types.UID
+	window   time.Duration
+	idleness *Idleness
+	next     time.Time
+}
+
+// NewScaleDowns registers the loop's metrics with reg (none if nil).
+func NewScaleDowns(s ScaleDowns, reg prometheus.Registerer) (*ScaleDowns, error) {
+	s.scaleDowns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "serverless_activator_scale_downs_total",
+		Help: "Functions the leader scaled to zero (scaled), or found changed meanwhile (conflict), or could not scale (error).",
+	}, []string{"result"})
+	s.scrapeErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "serverless_activator_scrape_errors_total",
+		Help: "Replicas whose metrics could not be scraped or parsed.",
+	})
+	if reg != nil {
+		for _, c := range []prometheus.Collector{s.scaleDowns, s.scrapeErrors} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("registering the scale-down metrics: %w", err)
+			}
+		}
+	}
+	s.watched = map[types.NamespacedName]*watched{}
+	if s.HTTP == nil {
+		s.HTTP = &http.Client{Timeout: scrapeTimeout}
+	}
+	return &s, nil
+}
+
+// NeedLeaderElection is true: two deciders could scale down a Function
+// the other just saw active.
+func (s *ScaleDowns) NeedLeaderElection() bool { return true }
+
+// Start runs rounds until ctx ends. A new leader starts every window anew.
+func (s *ScaleDowns) Start(ctx context.Context) error {
+	tick := s.Tick
+	if tick <= 0 {
+		tick = time.Second
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if err := s.Round(ctx, time.Now()); err != nil {
+			s.Log.Error(err, "looking for idle Functions")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Eligible reports whether the leader watches a Function, and its window:
+// minReplicas 0, replicas above 0, and a valid idle window.
+func Eligible(f *v1alpha2.Function) (time.Duration, bool) {
+	sc := f.Spec.ScaleConfig
+	if sc == nil || sc.MinReplicas == nil || *sc.MinReplicas != 0 || f.DeletionTimestamp != nil {
+		return 0, false
+	}
+	if f.Spec.Replicas != nil && *f.Spec.Replicas <= 0 {
+		return 0, false
+	}
+	window, err := IdleWindow(f.Annotations)
+	if err != nil {
+		return 0, false
+	}
+	return window, true
+}
+
+// Round scrapes the Functions due at now and scales the idle ones to zero.
+func (s *ScaleDowns) Round(ctx context.Context, now time.Time) error {
+	fns := &v1alpha2.FunctionList{}
+	if err := s.Cache.List(ctx, fns); err != nil {
+		return fmt.Errorf("listing Functions: %w", err)
+	}
+	seen := map[types.NamespacedName]bool{}
+	var due []types.NamespacedName
+	for i := range fns.Items {
+		f := &fns.Items[i]
+		window, ok := Eligible(f)
+		if !ok {
+			continue
+		}
+		key := client.ObjectKeyFromObject(f)
+		seen[key] = true
+		w := s.watched[key]
+		if w == nil || w.uid != f.UID || w.window != window {
+			// Spread the first scrapes over an interval, the same for a
+			// Function each time, so Functions are not all scraped at once.
+			interval := ScrapeInterval(window)
+			w = &watched{uid: f.UID, window: window, idleness: NewIdleness(window, now),
+				next: now.Add(spread(f.UID, interval))}
+			s.watched[key] = w
+		}
+		if !now.Before(w.next) {
+			due = append(due, key)
+		}
+	}
+	for key := range s.watched {
+		if !seen[key] {
+			delete(s.watched, key)
+		}
+	}
+	for _, key := range due {
+		w := s.watched[key]
+		round, err := s.scrape(ctx, key)
+		if err != nil {
+			s.Log.Error(err, "finding the replicas", "function", key.String())
+			round = nil
+		}
+		w.idleness.Observe(now, round)
+		w.next = now.Add(ScrapeInterval(w.window))
+		if !w.idleness.Idle(now) {
+			continue
+		}
+		s.scaleDown(ctx, key, w)
+	}
+	return nil
+}
+
+func spread(uid types.UID, interval time.Duration) time.Duration {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	return time.Duration(uint64(h.Sum32()) % uint64(interval))
+}
+
+func (s *ScaleDowns) scaleDown(ctx context.Context, key types.NamespacedName, w *watched) {
+	f := &v1alpha2.Function{}
+	if err := s.Cache.Get(ctx, key, f); err != nil {
+		s.scaleDowns.WithLabelValues(scaleDownError).Inc()
+		s.Log.Error(err, "reading the Function before scaling it to zero", "function", key.String())
+		return
+	}
+	current := int32(1)
+	if f.Spec.Replicas != nil {
+		current = *f.Spec.Replicas
+	}
+	wrote, err := SetScale(ctx, s.Client, key, current, 0)
+	switch {
+	case apierrors.IsConflict(err) || (err == nil && !wrote):
+		// Changed since it was read: the next round decides again.
+		s.scaleDowns.WithLabelValues(scaleDownConflict).Inc()
+	case err != nil:
+		s.scaleDowns.WithLabelValues(scaleDownError).Inc()
+		s.Log.Error(err, "scaling to zero", "function", key.String())
+	default:
+		s.scaleDowns.WithLabelValues(scaleDownScaled).Inc()
+		s.Log.Info("scaled to zero", "function", key.String(), "idleFor", w.window.String())
+		delete(s.watched, key)
+	}
+}
+
+// scrape reads the metrics of every ready replica of the Function.
+func (s *ScaleDowns) scrape(ctx context.Context, fn types.NamespacedName) ([]Scrape, error) {
+	replicas, err := s.Kube.ReadyReplicas(ctx, fn)
+	if err != nil {
+		return nil, err
+	}
+	round := make([]Scrape, len(replicas))
+	sem := make(chan struct{}, maxParallelScrapes)
+	var wg sync.WaitGroup
+	for i, r := range replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			id := r.UID
+			if id == "" {
+				id = r.URL.Host
+			}
+			sample, err := s.scrapeOne(ctx, r)
+			if err != nil {
+				s.scrapeErrors.Inc()
+				s.Log.V(1).Info("scrape failed", "function", fn.String(), "replica", r.URL.Host, "error", err.Error())
+			}
+			round[i] = Scrape{Replica: id, Sample: sample, Err: err}
+		}()
+	}
+	wg.Wait()
+	return round, nil
+}
+
+func (s *ScaleDowns) scrapeOne(ctx context.Context, r Replica) (Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL.JoinPath("/metrics").String(), nil)
+	if err != nil {
+		return Sample{}, fmt.Errorf("scraping %s: %w", r.URL.Host, err)
+	}
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		return Sample{}, fmt.Errorf("scraping %s: %w", r.URL.Host, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return Sample{}, fmt.Errorf("scraping %s: status %s", r.URL.Host, resp.Status)
+	}
+	sample, err := ParseCounters(resp.Body)
+	if err != nil {
+		return Sample{}, fmt.Errorf("scraping %s: %w", r.URL.Host, err)
+	}
+	return sample, nil
+}
