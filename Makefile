@@ -56,7 +56,7 @@ test-e2e: build image ## end-to-end tests on the local cluster they start themse
 run: ## local cluster + manager + default CR until Ready (the Function controller and registry as the chart's Pods), then prints how to create and call a Function and returns; the cluster keeps running (also after Ctrl-C, unless it was still starting) until make cluster-down
 	hack/run.sh
 
-bench: tools build image ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run, and run buildless; real builds with npm dependencies; a registry clean-up round; real Pods: start-up, scale-out and drift, build mode against buildless mode
+bench: tools build image ## install/idle/restart/change/delete figures on the local cluster, empty and at scale; memory with a busy module namespace; 300 Functions built and run, and run buildless; real builds with npm dependencies; a registry clean-up round; real Pods: start-up, scale-out and drift, build mode against buildless mode; scale to zero: wake-ups, a burst at zero, the latency added
 	go run ./tests/bench
 	go run ./tests/bench -scale
 	go run ./tests/bench -busy-namespace
@@ -64,6 +64,7 @@ bench: tools build image ## install/idle/restart/change/delete figures on the lo
 	go run ./tests/bench -builds
 	go run ./tests/bench -cleanup
 	go run ./tests/bench -pods
+	go run ./tests/bench -zero
 
 cluster-up: ## local control plane with a real node and simulated nodes under .cluster/ (no-op when healthy); prints KUBECONFIG
 	hack/cluster.sh up

@@ -61,8 +61,10 @@ func main() {
 	cleanup := flag.Bool("cleanup", false, "instead: one registry clean-up round after 20 Functions built for real, 8 deleted, 5 changed twice (cleanup.go)")
 	pods := flag.Bool("pods", false, "instead: real Pods on the real node, build mode against buildless mode: create → first answer, scale-out 1 → 5, dependency drift, the node's memory (realpods.go)")
 	repeats := flag.Int("repeats", 3, "with -pods: runs per figure (median, min, max)")
-	podsPreset := flag.String("pods-function-preset", "M", "with -pods: the Functions' preset")
+	podsPreset := flag.String("pods-function-preset", "M", "with -pods and -zero: the Functions' preset")
 	podsBuildPreset := flag.String("pods-build-preset", "normal", "with -pods: the build Jobs' preset")
+	zero := flag.Bool("zero", false, "instead: scale to zero on the real node: from zero to the first answer in build mode with and without an npm dependency and in buildless mode, 100 requests at zero, the latency added when awake (zero.go)")
+	wakeups := flag.Int("wakeups", 20, "with -zero: wake-ups per setup")
 	busy := flag.Bool("busy-namespace", false, "instead: the manager's memory with the CR installed, before and after 2,000 Secrets and 2,000 Services are added to the module namespace (busy.go)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the bench's clients have nothing to log
@@ -84,6 +86,8 @@ func main() {
 		err = runCleanup()
 	} else if *pods {
 		err = runPods(*repeats, *podsPreset, *podsBuildPreset)
+	} else if *zero {
+		err = runZero(*wakeups, *podsPreset)
 	} else if *busy {
 		err = runBusyNamespace()
 	} else {

@@ -112,25 +112,11 @@ func runPods(repeats int, fnPreset, buildPreset string) error {
 		return err
 	}
 
-	b.log(fmt.Sprintf("installing the module (internal registry, builds %s, Functions %s)", buildPreset, fnPreset))
-	cr := &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: framework.ManagerNamespace, Name: "default"},
-		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)},
-			DefaultBuildJobPreset: buildPreset, DefaultRuntimePodPreset: fnPreset}}
-	if err := b.c.Create(ctx, cr); err != nil {
-		return fmt.Errorf("creating the Serverless CR (is one left from an earlier run?): %w", err)
-	}
-	defer b.uninstall(cr)
-	if err := b.waitReady(ctx, 1, 3*time.Minute); err != nil {
+	cr, cleanup, err := p.install(ctx, buildPreset, fnPreset)
+	if err != nil {
 		return err
 	}
-	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.ns}}); err != nil {
-		return fmt.Errorf("namespace %s (left from an earlier run?): %w", p.ns, err)
-	}
-	defer b.deleteNamespaces([]string{p.ns})
-	if err := b.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: podsPackageRegistrySecret},
-		StringData: map[string]string{".npmrc": npm.NPMRC()}}); err != nil {
-		return err
-	}
+	defer cleanup()
 
 	for _, mode := range []string{v1alpha1.FunctionModeBuild, v1alpha1.FunctionModeBuildless} {
 		if err := b.useMode(ctx, cr, mode); err != nil {
@@ -152,6 +138,45 @@ func runPods(repeats int, fnPreset, buildPreset string) error {
 	}
 	p.print(repeats, fnPreset, buildPreset)
 	return nil
+}
+
+// install creates the Serverless CR as make run does (internal registry)
+// with the presets, waits until it is Ready, and makes the bench's
+// namespace with the package registry configuration of p.npm; cleanup
+// deletes both.
+func (p *podsBench) install(ctx context.Context, buildPreset, fnPreset string) (cr *v1alpha1.Serverless, cleanup func(), err error) {
+	b := p.fnBench
+	b.log(fmt.Sprintf("installing the module (internal registry, builds %s, Functions %s)", buildPreset, fnPreset))
+	cr = &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{Namespace: framework.ManagerNamespace, Name: "default"},
+		Spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)},
+			DefaultBuildJobPreset: buildPreset, DefaultRuntimePodPreset: fnPreset}}
+	if err := b.c.Create(ctx, cr); err != nil {
+		return nil, nil, fmt.Errorf("creating the Serverless CR (is one left from an earlier run?): %w", err)
+	}
+	var undo []func()
+	cleanup = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	undo = append(undo, func() { b.uninstall(cr) })
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	if err := b.waitReady(ctx, 1, 3*time.Minute); err != nil {
+		return nil, nil, err
+	}
+	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.ns}}); err != nil {
+		return nil, nil, fmt.Errorf("namespace %s (left from an earlier run?): %w", p.ns, err)
+	}
+	undo = append(undo, func() { b.deleteNamespaces([]string{p.ns}) })
+	if err := b.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: podsPackageRegistrySecret},
+		StringData: map[string]string{".npmrc": p.npm.NPMRC()}}); err != nil {
+		return nil, nil, err
+	}
+	return cr, cleanup, nil
 }
 
 // publish serves the dependencies: the small one, the bulk one and each

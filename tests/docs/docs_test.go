@@ -237,11 +237,6 @@ func TestEveryReasonHasAGuide(t *testing.T) {
 	for _, v := range []string{v1alpha2.ReasonJobFailed, v1alpha2.ReasonSourceUpdateFailed, v1alpha1.ReasonFunctionsExist, v1alpha1.ReasonInstallationErr} {
 		require.Contains(t, defined, v, "the reasons of the APIs are read from their sources")
 	}
-	// So are the activator's (operator/internal/activator, typed
-	// FailureReason, which this package cannot import).
-	for _, v := range []string{"WakeFailed", "StartFailed", "WakeTimeout"} {
-		require.Contains(t, defined, v, "the activator's reasons are read from their sources")
-	}
 	named := map[string][]string{}
 	for _, p := range pages(t, troubleshooting) {
 		if path.Base(p.Path) == "_sidebar.md" {

@@ -296,8 +296,7 @@ func startBuildless(t *testing.T) *fnEnv {
 // change whose install runs out of memory there (a dependency's install
 // script, from a package registry the test serves) reports Running=False
 // naming the OOM kill, and the previous version keeps answering.
-func TestBuildlessInstallOOMKilledKeepsThePreviousVersion(t *testing.T) {
-	f := startBuildless(t)
+func testBuildlessInstallOOMKilledKeepsThePreviousVersion(t *testing.T, f *fnEnv) {
 	ctx := t.Context()
 	fnNS := f.cluster.Namespace(t, "oom")
 	npm, err := f.cluster.StartNPMRegistry(ctx)

@@ -21,6 +21,9 @@ func TestFunctionsSideBySide(t *testing.T) {
 		subtest{"GitFunctions", func(t *testing.T) { testGitFunctions(t, f.in(t)) }},
 		subtest{"FunctionSeesItsSecrets", func(t *testing.T) { testFunctionSeesItsSecrets(t, f.in(t)) }},
 		subtest{"CPUAutoscalingScalesOutAndBackIn", func(t *testing.T) { testCPUAutoscalingScalesOutAndBackIn(t, f.in(t)) }},
+		subtest{"FunctionScalesToZeroAndWakes", func(t *testing.T) { testFunctionScalesToZeroAndWakes(t, f.in(t)) }},
+		subtest{"FunctionThatCannotStartAnswers503", func(t *testing.T) { testFunctionThatCannotStartAnswers503(t, f.in(t)) }},
+		subtest{"ActivatorPodDeletedWhileHolding", func(t *testing.T) { testActivatorPodDeletedWhileHolding(t, f.in(t)) }},
 	)
 }
 

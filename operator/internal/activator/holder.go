@@ -13,6 +13,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // Waker asks for a replica of a Function at zero. Wake returns once the
@@ -40,20 +43,14 @@ type FailureRecorder interface {
 }
 
 // FailureReason says why a held request is answered 503. Users see it in
-// the 503 and, once the activator is wired, in the Function's events; the
-// wiring moves these values into the Function API's reasons, where
-// tests/docs asks for their troubleshooting guide
-// (docs/contributor/scale-to-zero.md).
+// the 503 and in the Function's events; the values are the Function API's
+// reasons, each with its troubleshooting guide.
 type FailureReason string
 
 const (
-	// WakeFailed: the Function could not be asked for a replica.
-	WakeFailed FailureReason = "WakeFailed"
-	// StartFailed: the Function reports that its replicas cannot start
-	// (an image that cannot be pulled, a crashing container).
-	StartFailed FailureReason = "StartFailed"
-	// WakeTimeout: no replica became ready within the timeout.
-	WakeTimeout FailureReason = "WakeTimeout"
+	WakeFailed  FailureReason = v1alpha2.ReasonWakeFailed
+	StartFailed FailureReason = v1alpha2.ReasonStartFailed
+	WakeTimeout FailureReason = v1alpha2.ReasonWakeTimeout
 )
 
 // Failure is why a Function could not be woken.
@@ -153,7 +150,7 @@ const (
 )
 
 // HeaderReason carries a 503's reason for clients that branch on it.
-const HeaderReason = "X-Serverless-Activator-Reason"
+const HeaderReason = module.ActivatorReasonHeader
 
 // NewHolder builds a Holder; it fails only when its metrics cannot be
 // registered.

@@ -103,4 +103,16 @@ const (
 	// scaleConfig.minReplicas 0 has no replica; the next request starts one
 	// (docs/contributor/scale-to-zero.md).
 	ReasonScaledToZero = "ScaledToZero"
+
+	// The reasons of the activator's 503 answers to requests it held for a
+	// Function at zero, and of the Warning event it records on the Function
+	// once per failed wake (the same text in X-Serverless-Activator-Reason).
+
+	// ReasonWakeFailed: the Function could not be asked for a replica.
+	ReasonWakeFailed = "WakeFailed"
+	// ReasonStartFailed: the Function reports that its replicas cannot start
+	// (an image that cannot be pulled, a crashing container).
+	ReasonStartFailed = "StartFailed"
+	// ReasonWakeTimeout: no replica became ready within the hold timeout.
+	ReasonWakeTimeout = "WakeTimeout"
 )
