@@ -159,6 +159,14 @@ func (r *Reconciler) holdReplicas(ctx context.Context, p *pass, live *appsv1.Dep
 		r.drains.forget(p.key)
 		return false, nil
 	}
+	if svc := r.liveService(p, p.fn.Name); svc != nil && len(svc.Spec.Selector) > 0 {
+		// Not parked yet (the Service step parks it after this one, or no
+		// activator Pod is ready): requests still go to the replicas, so
+		// they stay, and the drain counts from the parking.
+		r.drains.forget(p.key)
+		p.requeueIn(r.settle)
+		return true, nil
+	}
 	now := p.now.Time
 	phase, next := drainAt(r.drains.start(p.key, now), now, r.settle, functionTimeout(p.fn))
 	log := logr.FromContextOrDiscard(ctx)

@@ -250,13 +250,16 @@ func TestScaleToZeroParksServesAndDrains(t *testing.T) {
 	f.reconcile(t, "hello")
 	assert.Empty(t, f.writes.take(), "steady")
 
-	// Asked for zero: parked at once, the replicas stay for the settle time.
+	// Asked for zero: parked at once; the drain begins once the Service is
+	// parked, and the replicas stay for the settle time.
 	f.functionPod(t, fn, "hello-a", "10.1.0.5")
 	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
 	next := f.reconcile(t, "hello")
 	assert.Equal(t, DefaultDrainSettle, next)
 	assert.Empty(t, f.service(t, "hello").Spec.Selector)
 	assert.Len(t, addresses(f.activatorSlice(t, "hello")), 2)
+	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "not parked when the pass began")
+	assert.Equal(t, DefaultDrainSettle, f.reconcile(t, "hello"), "the drain begins")
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "the settle time")
 
 	// Scraped every 2 s while a call runs.
@@ -371,6 +374,17 @@ func TestNoActivatorKeepsTheSelector(t *testing.T) {
 	slice := f.activatorSlice(t, "hello")
 	require.NotNil(t, slice, "the port is taken all the same")
 	assert.Empty(t, slice.Endpoints)
+
+	// Asked for zero, it keeps its replicas: without the activator nothing
+	// would answer or wake it.
+	f.setReady(t, 1)
+	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
+	for range 3 {
+		f.reconcile(t, "hello")
+		f.now = f.now.Add(DefaultDrainSettle + defaultFunctionTimeout)
+	}
+	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "not drained while the Service is not parked")
+	assert.Equal(t, resources.SelectorLabels(fn), f.service(t, "hello").Spec.Selector)
 }
 
 // Build mode: the same parking and drain around the built Deployment.
