@@ -89,11 +89,14 @@ warn_config_differs() {
 
 k() { "$ASSETS/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "$@"; }
 
-# real_node COMMAND [ARG] : hack/node with this cluster's settings (9>&- :
-# its daemons must not inherit the lock).
+# real_node COMMAND [ARG] : hack/node, which starts, stops and restarts every
+# daemon of the cluster, with this cluster's settings (9>&- : its daemons
+# must not inherit the lock).
 real_node() {
   (cd "$ROOT" && go run ./hack/node "$@" -state "$STATE" -assets "$ASSETS" -images "$ROOT/bin/image" \
-    -name "$NODE_NAME" -pod-cidr "$NODE_POD_CIDR" -registry-port "${NODE_REGISTRY##*:}" -apiserver-port "$APISERVER_PORT" -metrics-server-port "$NODE_METRICS_PORT") 9>&-
+    -repo "$ROOT" -name "$NODE_NAME" -pod-cidr "$NODE_POD_CIDR" -registry-port "${NODE_REGISTRY##*:}" -metrics-server-port "$NODE_METRICS_PORT" \
+    -nodes "$NODES" -pvs "$PVS" -apiserver-port "$APISERVER_PORT" -etcd-port "$ETCD_PORT" -etcd-peer-port "$ETCD_PEER_PORT" \
+    -kcm-port "$KCM_PORT" -scheduler-port "$SCHEDULER_PORT" -kwok-port "$KWOK_PORT") 9>&-
 }
 
 # Serialise up/down/release of all callers (people, parallel test binaries).
@@ -119,23 +122,6 @@ is_ours() {
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
   cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
   [[ $cmd == *"$STATE/"* ]]
-}
-
-# start NAME ARGS... : runs bin/assets/NAME detached (own session, no
-# terminal, output to its log) and records its PID.
-start() {
-  local name=$1; shift
-  # 9>&- : the component must not inherit (and so hold) the lock
-  # appended: a restarted component keeps what it logged before the restart
-  setsid "$ASSETS/$name" "$@" </dev/null >>"$LOGS/$name.log" 2>&1 9>&- &
-  local pid=$! i
-  echo "$pid" >"$PIDS/$name.pid"
-  # until the forked shell has exec'd the binary its command line is ours
-  # (bash's), which is_ours does not recognise; wait for the exec
-  for ((i = 0; i < 100; i++)); do
-    is_ours "$pid" || ! kill -0 "$pid" 2>/dev/null && break
-    sleep 0.02
-  done
 }
 
 # Fails with the tail of its log when a started component has exited.
@@ -166,41 +152,11 @@ wait_for() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# Stops the recorded components: the real node first (hack/node undoes all
-# it did to this machine, also what a killed run left), then the API
-# clients, then kube-apiserver, then etcd, so none of them hangs on a peer
-# that is already gone. Each group gets TERM and, after 5s, KILL.
+# Stops every daemon and undoes what hack/node did to this machine (also
+# what a killed run left): each action's down, in reverse order.
 stop_processes() {
-  if [ -d "$STATE/node" ]; then
-    log "stopping the real node (hack/node down)"
-    real_node down || log "hack/node down reported errors (above); the next 'up' tries again"
-  fi
-  stop_group kwok kube-scheduler kube-controller-manager
-  stop_group kube-apiserver
-  stop_group etcd
-}
-
-stop_group() {
-  local c pid pids=() names=() left
-  for c in "$@"; do
-    pid=$(pidof_component "$c")
-    if is_ours "$pid"; then pids+=("$pid"); names+=("$c"); fi
-  done
-  [ ${#pids[@]} -gt 0 ] || return 0
-  log "stopping ${names[*]} (pid ${pids[*]})"
-  kill -TERM "${pids[@]}" 2>/dev/null || true
-  local deadline=$((SECONDS + 5)) killed=
-  while :; do
-    left=()
-    for pid in "${pids[@]}"; do if is_ours "$pid"; then left+=("$pid"); fi; done
-    [ ${#left[@]} -gt 0 ] || return 0
-    if [ -z "$killed" ] && [ $SECONDS -ge $deadline ]; then
-      log "still running after 5s, sending KILL to ${left[*]}"
-      kill -KILL "${left[@]}" 2>/dev/null || true
-      killed=1
-    fi
-    sleep 0.1
-  done
+  log "stopping the cluster (hack/node down)"
+  real_node down || log "hack/node down reported errors (above); the next 'up' tries again"
 }
 
 # ---------------------------------------------------------------- health
@@ -262,220 +218,6 @@ EOF
   chmod 600 "$file"
 }
 
-# the stock kwok stages ship in the kwok Go module that hack/tools.sh built
-# kwok from; `go mod download` finds it in the module cache (or fetches it)
-kwok_stage_configs() {
-  local dir
-  dir=$(cd "$ROOT/hack/tools/kwok" && GOFLAGS=-mod=mod go mod download -json sigs.k8s.io/kwok |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
-  [ -d "$dir/kustomize/stage" ] || die "kwok module not found (go mod download sigs.k8s.io/kwok in hack/tools/kwok)"
-  local s=$dir/kustomize/stage
-  echo "$s/node/fast/node-initialize.yaml,$s/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml,$s/pod/fast/pod-ready.yaml,$s/pod/fast/pod-complete.yaml,$s/pod/fast/pod-delete.yaml"
-}
-
-# Nodes managed by kwok (selected by the kwok.x-k8s.io/node annotation), the
-# default StorageClass, a pool of static volumes (scrubbed and handed back
-# when released: Recycle, by a Pod on the real node) and the RBAC of the
-# real node's parts that have no built-in binding.
-bootstrap_objects() {
-  local i zones=(a b c)
-  cat <<EOF
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata:
-  name: standard
-  annotations:
-    storageclass.kubernetes.io/is-default-class: "true"
-provisioner: kubernetes.io/no-provisioner
-volumeBindingMode: Immediate
----
-# the API server's calls to kubelets (logs, exec, port-forward)
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: kube-apiserver-kubelet-client
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:kubelet-api-admin}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: kube-apiserver-kubelet-client}
----
-# CoreDNS's kubernetes plugin
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: system:coredns
-rules:
-- apiGroups: [""]
-  resources: [services, pods, namespaces]
-  verbs: [list, watch]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: system:coredns
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:coredns}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:coredns}
----
-# metrics-server: reads nodes and Pods, calls kubelets' resource metrics,
-# and asks the API server who may read the metrics API
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: system:metrics-server
-rules:
-- apiGroups: [""]
-  resources: [nodes/metrics]
-  verbs: [get]
-- apiGroups: [""]
-  resources: [pods, nodes]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: system:metrics-server
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:metrics-server}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: metrics-server:system:auth-delegator
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}
----
-# the metrics API, served by metrics-server on the node's address (the API
-# server goes to the EndpointSlice's address: --enable-aggregator-routing)
-apiVersion: v1
-kind: Service
-metadata:
-  name: metrics-server
-  namespace: kube-system
-spec:
-  ports: [{name: https, port: 443, targetPort: $NODE_METRICS_PORT}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: metrics-server
-  namespace: kube-system
-  labels: {kubernetes.io/service-name: metrics-server}
-addressType: IPv4
-ports: [{name: https, port: $NODE_METRICS_PORT, protocol: TCP}]
-endpoints: [{addresses: ["$NODE_IP"]}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata:
-  name: v1beta1.metrics.k8s.io
-spec:
-  group: metrics.k8s.io
-  version: v1beta1
-  groupPriorityMinimum: 100
-  versionPriority: 100
-  service: {namespace: kube-system, name: metrics-server, port: 443}
-  caBundle: $(b64 "$PKI/ca.crt")
-EOF
-  for ((i = 0; i < NODES; i++)); do
-    cat <<EOF
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: kwok-node-$i
-  annotations:
-    kwok.x-k8s.io/node: fake
-  labels:
-    type: kwok
-    kubernetes.io/arch: amd64
-    kubernetes.io/os: linux
-    kubernetes.io/hostname: kwok-node-$i
-    topology.kubernetes.io/zone: zone-${zones[i % 3]}
-status:
-  addresses: [{type: InternalIP, address: 10.0.0.$((i + 10))}, {type: Hostname, address: kwok-node-$i}]
-  capacity: {cpu: "32", memory: 256Gi, pods: "110", ephemeral-storage: 500Gi}
-  allocatable: {cpu: "32", memory: 256Gi, pods: "110", ephemeral-storage: 500Gi}
-EOF
-  done
-  for ((i = 0; i < PVS; i++)); do
-    mkdir -p "$STATE/volumes/pv-$i"
-    cat <<EOF
----
-apiVersion: v1
-kind: PersistentVolume
-metadata:
-  name: local-pv-$i
-  labels:
-    local.serverless.kyma-project.io/pool: static
-spec:
-  capacity: {storage: 100Gi}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Recycle
-  storageClassName: standard
-  volumeMode: Filesystem
-  hostPath: {path: "$STATE/volumes/pv-$i", type: DirectoryOrCreate}
-EOF
-  done
-}
-
-# start_kcm starts kube-controller-manager (also used by `restart`). The
-# HorizontalPodAutoscalers act within seconds here (every 5 s instead of 15,
-# down after 30 s without a higher recommendation instead of 5 minutes), so
-# that the tests see a Function scale out and back in.
-start_kcm() {
-  start kube-controller-manager --kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
-    --authentication-kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
-    --authorization-kubeconfig="$KUBECONFIGS/kube-controller-manager.kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
-    --controllers='*,-nodeipam' --use-service-account-credentials=true \
-    --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
-    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-    --pv-recycler-pod-template-filepath-hostpath="$STATE/node/recycler-pod.yaml" \
-    --horizontal-pod-autoscaler-sync-period=5s --horizontal-pod-autoscaler-downscale-stabilization=30s \
-    --kube-api-qps=100 --kube-api-burst=200
-}
-
-# start_apiserver starts kube-apiserver (also used by `restart kube-apiserver`).
-# It listens on the real node's address, which Pods reach (the kubernetes
-# Service's endpoint). Pods without a node selector of their own go to the
-# real node; a namespace annotated scheduler.alpha.kubernetes.io/node-selector
-# =type=kwok sends its Pods to the simulated nodes (PodNodeSelector).
-start_scheduler() {
-  start kube-scheduler --kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
-    --authentication-kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
-    --authorization-kubeconfig="$KUBECONFIGS/kube-scheduler.kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --leader-elect=false
-}
-
-start_apiserver() {
-  log "starting kube-apiserver on https://$NODE_IP:$APISERVER_PORT"
-  # audit: events are written synchronously by the request handler (blocking,
-  # none dropped) into one file (maxsize 0 would mean rotation at 100 MB)
-  start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address="$NODE_IP" --advertise-address="$NODE_IP" --secure-port="$APISERVER_PORT" \
-    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
-    --kubelet-client-certificate="$PKI/kube-apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/kube-apiserver-kubelet-client.key" \
-    --kubelet-preferred-address-types=InternalIP \
-    --authorization-mode=Node,RBAC --allow-privileged=true \
-    --enable-admission-plugins=PodNodeSelector --admission-control-config-file="$ROOT/hack/cluster/admission.yaml" \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/16 \
-    --audit-policy-file="$ROOT/hack/cluster/audit-policy.yaml" --audit-log-path="$STATE/audit.log" --audit-log-mode=blocking \
-    --audit-log-maxsize=100000 \
-    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-    --requestheader-extra-headers-prefix=X-Remote-Extra- \
-    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
-    --enable-aggregator-routing=true \
-    --cert-dir="$PKI"
-}
-
 start_cluster() {
   local p kv name
   for kv in $SETTINGS; do
@@ -495,30 +237,9 @@ start_cluster() {
 
   log "setting up the real node's network (hack/node network)"
   real_node network
-  local stages
-  stages=$(kwok_stage_configs)
 
-  log "starting etcd on 127.0.0.1:$ETCD_PORT"
-  # --unsafe-no-fsync: a throw-away cluster does not need durable writes
-  start etcd --name=local --data-dir="$STATE/etcd" --unsafe-no-fsync \
-    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
-    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-    --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT"
-  wait_for 30 "etcd accepts connections" port_in_use "$ETCD_PORT"
-
-  start_apiserver
-  wait_for 120 "kube-apiserver /readyz ok" apiserver_ready
-
-  log "starting kube-controller-manager, kube-scheduler and kwok"
-  start_kcm
-  start_scheduler
-  start kwok --kubeconfig="$KUBECONFIGS/kwok.kubeconfig" --config="$stages" \
-    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --node-lease-duration-seconds=40 --cidr=10.244.0.1/16 --server-address="127.0.0.1:$KWOK_PORT"
-
-  log "creating $NODES nodes, StorageClass standard and $PVS PersistentVolumes"
-  bootstrap_objects | k apply -f - >/dev/null
-  wait_for 120 "$NODES nodes Ready" nodes_ready
+  log "starting etcd, kube-apiserver on https://$NODE_IP:$APISERVER_PORT, kube-controller-manager, kube-scheduler, kwok with $NODES nodes (hack/node control-plane)"
+  real_node control-plane
   log "starting the real node $NODE_NAME (hack/node up)"
   real_node up
   wait_for 60 "node $NODE_NAME Ready" real_node_ready
@@ -581,49 +302,18 @@ cmd_up() {
   print_access
 }
 
-# restart kube-apiserver: stops the API server (SIGKILL, as a crash would)
-# and starts it again with the same state, for fault tests.
+# restart: for fault tests; hack/node says how each daemon restarts.
 cmd_restart() {
-  local component=${1:?usage: restart kube-apiserver|kubelet|containerd} pid c
+  local component=${1:?usage: restart kube-apiserver|kubelet|containerd}
+  case $component in
+    kube-apiserver | kubelet | containerd) ;;
+    *) die "restart supports kube-apiserver, kubelet and containerd" ;;
+  esac
   lock
   load_config
   [ -d "$STATE" ] || die "no cluster in $STATE"
-  case $component in
-    kube-apiserver) ;;
-    kubelet | containerd)
-      real_node restart "$component"
-      wait_for 60 "node $NODE_NAME Ready" real_node_ready
-      return ;;
-    *) die "restart supports kube-apiserver, kubelet and containerd" ;;
-  esac
-  pid=$(pidof_component kube-apiserver)
-  if is_ours "$pid"; then
-    kill -KILL "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-  fi
-  start_apiserver
-  wait_for 120 "kube-apiserver /readyz ok" apiserver_ready
-  # kube-controller-manager's garbage collector does not recover from a hard
-  # API server restart here (ReplicaSets of deleted Deployments stayed
-  # orphaned for minutes), and kube-scheduler reported its cache corrupted
-  # after one and was gone minutes later, Pods left Pending: both restart
-  # with the API server.
-  for c in kube-controller-manager kube-scheduler; do
-    pid=$(pidof_component "$c")
-    if is_ours "$pid"; then
-      kill -TERM "$pid"
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-    fi
-  done
-  start_kcm
-  start_scheduler
-  # The node's kube-proxy and CoreDNS recover by themselves, but late: the
-  # new API server refuses their watches (403) until its authorizer has
-  # loaded, and client-go then backs off for up to a minute. Meanwhile a new
-  # Service had no rule and no name (measured: rules 62 s after the Service,
-  # builds failing with "no route to host" to the registry's address).
-  real_node restart kube-proxy
-  real_node restart coredns
+  real_node restart "$component"
+  wait_for 60 "node $NODE_NAME Ready" real_node_ready
 }
 
 # load: the images of bin/image (make image) into the real node's registry.

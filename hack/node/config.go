@@ -38,6 +38,14 @@ type config struct {
 	// metricsServerPort is where metrics-server serves the metrics API,
 	// on the bridge address.
 	metricsServerPort int
+	// repo is the repository's root (the API server's admission and audit
+	// configuration, kwok's module).
+	repo string
+	// nodes is how many simulated nodes kwok runs, pvs how many volumes
+	// the pool holds.
+	nodes, pvs int
+	// The control plane's other ports, on 127.0.0.1.
+	etcdPort, etcdPeerPort, kcmPort, schedulerPort, kwokPort int
 
 	podCIDRFlag, fakePodCIDRFlag, serviceCIDRFlag string
 }
@@ -54,6 +62,14 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.registryPort, "registry-port", 5000, "port of the node's image registry")
 	fs.IntVar(&c.apiServerPort, "apiserver-port", 26443, "port of the API server")
 	fs.IntVar(&c.metricsServerPort, "metrics-server-port", 4443, "port of metrics-server")
+	fs.StringVar(&c.repo, "repo", ".", "the repository's root")
+	fs.IntVar(&c.nodes, "nodes", 3, "number of simulated nodes")
+	fs.IntVar(&c.pvs, "pvs", 10, "number of PersistentVolumes in the pool")
+	fs.IntVar(&c.etcdPort, "etcd-port", 22379, "etcd's client port")
+	fs.IntVar(&c.etcdPeerPort, "etcd-peer-port", 22380, "etcd's peer port")
+	fs.IntVar(&c.kcmPort, "kcm-port", 20257, "kube-controller-manager's port")
+	fs.IntVar(&c.schedulerPort, "scheduler-port", 20259, "kube-scheduler's port")
+	fs.IntVar(&c.kwokPort, "kwok-port", 20247, "kwok's port")
 }
 
 func (c *config) complete() error {
@@ -72,7 +88,7 @@ func (c *config) complete() error {
 	if len(c.bridge) > 15 {
 		errs = append(errs, fmt.Errorf("-bridge %q is longer than a Linux interface name may be (15)", c.bridge))
 	}
-	for _, p := range []*string{&c.state, &c.assets, &c.images} {
+	for _, p := range []*string{&c.state, &c.assets, &c.images, &c.repo} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			errs = append(errs, err)

@@ -1,8 +1,9 @@
-// Command node brings up, and tears down, the local cluster's real node:
-// a bridge for Pods, containerd with runc and the CNI plugins, kubelet,
-// kube-proxy, cluster DNS (CoreDNS) and the registry the node pulls the
-// images built here from. hack/cluster.sh calls it beside the control plane
-// it starts; it needs root.
+// Command node brings up, and tears down, the local cluster: its control
+// plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
+// with its simulated nodes) and its real node: a bridge for Pods, containerd
+// with runc and the CNI plugins, kubelet, kube-proxy, cluster DNS (CoreDNS)
+// and the registry the node pulls the images built here from.
+// hack/cluster.sh calls it after writing the certificates; it needs root.
 //
 // Each part is an action with an up and a down (actions.go). down undoes
 // what up did and is safe after an up that never ran or was killed half-way,
@@ -13,12 +14,14 @@
 // usage:
 //
 //	node network   the bridge, routes, iptables rules and sysctls (before the API server, which listens on the bridge)
+//	node control-plane  etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the bootstrap objects; waits until the simulated nodes are Ready
 //	node up        the image registry, containerd, kubelet, kube-proxy, CoreDNS and metrics-server; waits until the node is Ready
 //	node down      every action's down, in reverse order
 //	node load      pushes the images of bin/image/ into the node's registry
 //	node manager-env  prints the manager's IMAGE_<KEY>=... that point the chart at the local images
 //	node insecure-registry HOST:PORT  lets the node pull from that registry over plain HTTP
 //	node restart kubelet|containerd|kube-proxy|coredns|metrics-server   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
+//	node restart kube-apiserver  kills it (SIGKILL, as a crash would) and starts it again, with kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS
 //	node state     prints what the node changes on this machine, one fact a line (to compare before and after)
 package main
 
@@ -40,7 +43,7 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node network|up|down|load|manager-env|insecure-registry HOST:PORT|restart kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {
@@ -64,6 +67,8 @@ func main() {
 	switch cmd {
 	case "network":
 		err = n.up(ctx, n.networkActions())
+	case "control-plane":
+		err = n.up(ctx, n.controlPlaneActions())
 	case "up":
 		err = n.up(ctx, n.nodeActions())
 	case "down":

@@ -90,12 +90,12 @@ func TestActions(t *testing.T) {
 	assert.Equal(t, []string{"down c", "down x", "down a"}, trace)
 }
 
-func TestRestartKnowsTheNodeDaemonsOnly(t *testing.T) {
+func TestRestartKnowsItsDaemonsOnly(t *testing.T) {
 	n := newNode(testConfig(t))
 	n.log.SetOutput(&strings.Builder{})
-	// Before anything stops: a name that is not one of the node's daemons.
+	// Before anything stops: a name that is not one of the restartable daemons.
 	err := n.restart(t.Context(), "etcd")
-	require.ErrorContains(t, err, `"etcd" is none of kubelet, containerd, kube-proxy, coredns`)
+	require.ErrorContains(t, err, `"etcd" is none of kube-apiserver, kubelet, containerd, kube-proxy, coredns`)
 }
 
 // A daemon is told from every other process by its configuration file on
@@ -103,8 +103,21 @@ func TestRestartKnowsTheNodeDaemonsOnly(t *testing.T) {
 // one would match any process.
 func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 	n := newNode(testConfig(t))
-	for _, d := range []daemon{n.containerdDaemon(), n.kubeletDaemon(), n.kubeProxyDaemon(), n.coreDNSDaemon(), n.metricsServerDaemon(), n.registryDaemon()} {
+	daemons := []daemon{
+		n.etcdDaemon(), n.apiServerDaemon(), n.controllerManagerDaemon(), n.schedulerDaemon(), n.kwokDaemon("stages.yaml"),
+		n.containerdDaemon(), n.kubeletDaemon(), n.kubeProxyDaemon(), n.coreDNSDaemon(), n.metricsServerDaemon(), n.registryDaemon(),
+	}
+	for _, d := range daemons {
 		t.Run(d.name, func(t *testing.T) {
+			// stop would kill another daemon that named this one's configuration
+			for _, other := range daemons {
+				if other.name == d.name {
+					continue
+				}
+				for _, a := range other.args {
+					assert.False(t, strings.HasSuffix(a, d.config), "%s's argument %s ends with %s's configuration", other.name, a, d.name)
+				}
+			}
 			require.NotEmpty(t, d.config)
 			assert.True(t, strings.HasPrefix(d.config, n.state+"/"), "below the state directory: %s", d.config)
 			named := false
@@ -115,4 +128,22 @@ func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 		})
 	}
 	assert.ErrorContains(t, n.stop(daemon{name: "nameless"}), "names no configuration file")
+}
+
+// The bootstrap objects follow the settings: as many simulated nodes and
+// volumes as asked, volumes below the state directory, the metrics API at
+// the node's address and port.
+func TestBootstrapYAML(t *testing.T) {
+	n := newNode(testConfig(t, "-nodes", "4", "-pvs", "2", "-metrics-server-port", "4999", "-pod-cidr", "10.241.3.0/24"))
+	y := n.bootstrapYAML([]byte("the CA"))
+	docs := strings.Split(y, "\n---\n")
+	assert.Len(t, docs, 10+4+2, "fixed objects, nodes, volumes")
+	assert.Equal(t, 4, strings.Count(y, "kwok.x-k8s.io/node: fake"))
+	assert.Contains(t, y, "name: kwok-node-3\n")
+	assert.Contains(t, y, "topology.kubernetes.io/zone: zone-a\n", "the fourth node wraps round to the first zone")
+	assert.Contains(t, y, `hostPath: {path: "`+filepath.Join(n.state, "volumes", "pv-1")+`"`)
+	assert.NotContains(t, y, "local-pv-2")
+	assert.Contains(t, y, `endpoints: [{addresses: ["10.241.3.1"]}]`)
+	assert.Contains(t, y, "targetPort: 4999}")
+	assert.Contains(t, y, "caBundle: dGhlIENB\n")
 }

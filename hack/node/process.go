@@ -119,13 +119,25 @@ func (n *node) stop(d daemon) error {
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
-	for n.ours(pid) && alive(pid) {
+	for n.exiting(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return os.Remove(n.pidFile(component))
+}
+
+// exiting is true until a process of ours has finished exiting. The kernel
+// drops a process's memory, and so its command line, before its files:
+// until it is a zombie it may still hold its sockets, which its successor
+// would fail to bind.
+func (n *node) exiting(pid int) bool {
+	if !alive(pid) {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && (len(cmdline) == 0 || bytes.Contains(cmdline, []byte(n.state+"/")))
 }
 
 // alive is false for a process that is gone or a zombie.
@@ -201,6 +213,8 @@ func tail(path string, lines int) string {
 // service manager restarts it: the Pods' containers and their shims run on.
 func (n *node) restart(ctx context.Context, name string) error {
 	switch name {
+	case "kube-apiserver":
+		return n.restartAPIServer(ctx)
 	case "kubelet":
 		if err := n.stop(n.kubeletDaemon()); err != nil {
 			return err
@@ -218,7 +232,7 @@ func (n *node) restart(ctx context.Context, name string) error {
 	case "metrics-server":
 		return redo(ctx, n.metricsServer())
 	}
-	return fmt.Errorf("restart: %q is none of kubelet, containerd, kube-proxy, coredns, metrics-server", name)
+	return fmt.Errorf("restart: %q is none of kube-apiserver, kubelet, containerd, kube-proxy, coredns, metrics-server", name)
 }
 
 // redo runs an action's down and then its up: for kube-proxy and CoreDNS,
