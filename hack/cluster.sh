@@ -39,52 +39,22 @@ LOGS=$STATE/logs
 PIDS=$STATE/pids
 KUBECONFIGS=$STATE/kubeconfigs
 ADMIN_KUBECONFIG=$STATE/kubeconfig
-CONFIG_ENV=$STATE/cluster.env
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok image-registry containerd kubelet kube-proxy coredns metrics-server)
-# The real node (hack/node): its name and address (the first of its Pod
-# range, on the bridge it makes): Pods reach the API server, DNS and the
-# image registry there, so the API server listens there too.
-NODE_NAME=real-node
-NODE_POD_CIDR=10.240.0.0/24
-NODE_IP=10.240.0.1
-NODE_REGISTRY=$NODE_IP:5000
-# metrics-server (hack/node) serves the metrics API there, behind the
-# Service kube-system/metrics-server.
-NODE_METRICS_PORT=4443
 export GOTOOLCHAIN=local
 
 START=$SECONDS
 log() { printf '[cluster %s +%3ds] %s\n' "$(date +%H:%M:%S)" $((SECONDS - START)) "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# Settings: the caller's environment or these defaults; the values recorded by
-# `up` win once a cluster exists, so status/down/kubeconfig-sa talk to the
-# cluster that is actually there.
-SETTINGS="NODES=3 PVS=10 APISERVER_PORT=26443 ETCD_PORT=22379 ETCD_PEER_PORT=22380 KCM_PORT=20257 SCHEDULER_PORT=20259 KWOK_PORT=20247"
-declare -A CALLER
-for kv in $SETTINGS; do name=${kv%%=*}; CALLER[$name]=${!name:-${kv#*=}}; done
+# Settings (localcluster.Config): `up` records them once in
+# .cluster/config.json from the caller's environment (or the defaults);
+# hack/node reads them from there and prints them, which makes them shell
+# variables here (NODES, APISERVER_PORT, NODE_NAME, NODE_IP, ...). Before
+# there is a cluster they are the environment's.
 load_config() {
-  local kv name
-  for kv in $SETTINGS; do name=${kv%%=*}; printf -v "$name" '%s' "${CALLER[$name]}"; done
-  # shellcheck source=/dev/null
-  if [ -f "$CONFIG_ENV" ]; then . "$CONFIG_ENV"; fi
-}
-
-save_config() {
-  local kv name
-  : >"$CONFIG_ENV"
-  for kv in $SETTINGS; do name=${kv%%=*}; echo "$name=${!name}" >>"$CONFIG_ENV"; done
-  # fixed, recorded for tests and scripts (hack/cluster.sh setting NAME)
-  for name in NODE_NAME NODE_POD_CIDR NODE_IP NODE_REGISTRY; do echo "$name=${!name}" >>"$CONFIG_ENV"; done
-}
-
-# warns when the caller asked for settings the running cluster does not have
-warn_config_differs() {
-  local kv name
-  for kv in $SETTINGS; do
-    name=${kv%%=*}
-    [ "${CALLER[$name]}" = "${!name}" ] || log "note: the running cluster has $name=${!name} (asked for ${CALLER[$name]}); run 'hack/cluster.sh down' first to change it"
-  done
+  local settings line
+  settings=$(real_node settings) || die "the cluster's settings (above)"
+  while IFS= read -r line; do printf -v "${line%%=*}" '%s' "${line#*=}"; done <<<"$settings"
 }
 
 k() { "$ASSETS/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "$@"; }
@@ -94,9 +64,7 @@ k() { "$ASSETS/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "
 # must not inherit the lock).
 real_node() {
   (cd "$ROOT" && go run ./hack/node "$@" -state "$STATE" -assets "$ASSETS" -images "$ROOT/bin/image" \
-    -repo "$ROOT" -name "$NODE_NAME" -pod-cidr "$NODE_POD_CIDR" -registry-port "${NODE_REGISTRY##*:}" -metrics-server-port "$NODE_METRICS_PORT" \
-    -nodes "$NODES" -pvs "$PVS" -apiserver-port "$APISERVER_PORT" -etcd-port "$ETCD_PORT" -etcd-peer-port "$ETCD_PEER_PORT" \
-    -kcm-port "$KCM_PORT" -scheduler-port "$SCHEDULER_PORT" -kwok-port "$KWOK_PORT") 9>&-
+    -repo "$ROOT") 9>&-
 }
 
 # Serialise up/down/release of all callers (people, parallel test binaries).
@@ -219,16 +187,12 @@ EOF
 }
 
 start_cluster() {
-  local p kv name
-  for kv in $SETTINGS; do
-    name=${kv%%=*}
-    [[ ${!name} =~ ^[1-9][0-9]*$ ]] || die "$name must be a positive number, not '${!name}'"
-  done
+  local p
   for p in "$APISERVER_PORT" "$ETCD_PORT" "$ETCD_PEER_PORT" "$KCM_PORT" "$SCHEDULER_PORT" "$KWOK_PORT"; do
     port_in_use "$p" && die "port $p is in use by another process; pick other ports via APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT, SCHEDULER_PORT, KWOK_PORT"
   done
   mkdir -p "$PKI" "$LOGS" "$PIDS" "$KUBECONFIGS" "$STATE/etcd"
-  save_config
+  real_node write-config
 
   log "generating certificates (hack/certgen)"
   (cd "$ROOT" && go run ./hack/certgen -dir "$PKI" -node-name "$NODE_NAME" -node-ip "$NODE_IP")
@@ -281,7 +245,6 @@ cmd_up() {
   load_config
   if healthy; then
     log "already running and healthy (nodes: $NODES simulated and $NODE_NAME, API: https://$NODE_IP:$APISERVER_PORT)"
-    warn_config_differs
   else
     if [ -d "$STATE" ]; then
       log "found a stopped or unhealthy cluster in $STATE, cleaning it up"
@@ -394,6 +357,6 @@ case ${1:-} in
   load) cmd_load ;;
   manager-env) load_config; real_node manager-env ;;
   insecure-registry) load_config; real_node insecure-registry "${2:?usage: insecure-registry HOST:PORT}" ;;
-  setting) load_config; v=${2:?usage: setting NAME}; echo "${!v:?no setting $v}" ;;
+  setting) real_node setting "${2:?usage: setting NAME}" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

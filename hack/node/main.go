@@ -23,6 +23,9 @@
 //	node restart kubelet|containerd|kube-proxy|coredns|metrics-server   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
 //	node restart kube-apiserver  kills it (SIGKILL, as a crash would) and starts it again, with kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS
 //	node state     prints what the node changes on this machine, one fact a line (to compare before and after)
+//	node write-config  records the settings (localcluster.Config, from the environment) in the state directory, once
+//	node settings  prints every setting as NAME=value (the recorded ones, else the environment's)
+//	node setting NAME  prints one of them
 package main
 
 import (
@@ -43,7 +46,7 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {
@@ -52,11 +55,11 @@ func main() {
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var arg string
-	if (cmd == "insecure-registry" || cmd == "restart") && len(args) > 0 {
+	if (cmd == "insecure-registry" || cmd == "restart" || cmd == "setting") && len(args) > 0 {
 		arg, args = args[0], args[1:]
 	}
 	_ = fs.Parse(args)
-	if err := c.complete(); err != nil {
+	if err := c.complete(os.Getenv); err != nil {
 		fail(err)
 	}
 	keepInheritedFilesToOurselves()
@@ -83,6 +86,19 @@ func main() {
 		var lines []string
 		if lines, err = machineState(); err == nil {
 			fmt.Println(strings.Join(lines, "\n"))
+		}
+	case "write-config":
+		err = n.writeConfig()
+	case "settings":
+		n.warnEnvDiffers(os.Getenv)
+		for _, kv := range settingLines(n.cluster) {
+			fmt.Println(kv)
+		}
+	case "setting":
+		if v, ok := n.cluster.Settings()[arg]; ok {
+			fmt.Println(v)
+		} else {
+			err = fmt.Errorf("no setting %q", arg)
 		}
 	case "manager-env":
 		for _, kv := range localimage.ManagerEnv(n.registry()) {

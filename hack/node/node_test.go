@@ -9,37 +9,81 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func testConfig(t *testing.T, args ...string) config {
+// testConfig is a node's config in a fresh state directory that records
+// the default settings as set changes them.
+func testConfig(t *testing.T, set ...func(*localcluster.Config)) config {
 	t.Helper()
+	lc := localcluster.Default()
+	for _, f := range set {
+		f(&lc)
+	}
+	state := t.TempDir()
+	require.NoError(t, lc.Write(state))
 	var c config
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	c.flags(fs)
-	require.NoError(t, fs.Parse(append([]string{"-state", t.TempDir()}, args...)))
-	require.NoError(t, c.complete())
+	require.NoError(t, fs.Parse([]string{"-state", state}))
+	require.NoError(t, c.complete(func(string) string { return "" }))
 	return c
 }
 
 func TestConfig(t *testing.T) {
-	c := testConfig(t, "-pod-cidr", "10.241.3.0/24", "-registry-port", "5123")
+	c := testConfig(t, func(lc *localcluster.Config) { lc.NodePodCIDR, lc.RegistryPort = "10.241.3.0/24", 5123 })
+	assert.True(t, c.recorded)
 	assert.Equal(t, "10.241.3.1", c.gateway().String(), "the bridge's address is the range's first")
 	assert.Equal(t, "10.241.3.1:5123", c.registry())
 	mac := c.bridgeMAC()
 	assert.Equal(t, "02:00:0a:f1:03:01", mac.String(), "the bridge's hardware address is made of its IP address")
 	assert.Equal(t, byte(0x02), mac[0]&0x03, "locally administered, unicast")
 	assert.True(t, filepath.IsAbs(c.state))
+	assert.ErrorContains(t, c.writeConfig(), "already records the settings", "a cluster keeps its settings")
 
 	var bad config
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	bad.flags(fs)
-	require.NoError(t, fs.Parse([]string{"-pod-cidr", "fd00::/64", "-bridge", "a-name-longer-than-fifteen"}))
-	err := bad.complete()
+	require.NoError(t, fs.Parse([]string{"-state", t.TempDir(), "-service-cidr", "fd00::/64", "-bridge", "a-name-longer-than-fifteen"}))
+	err := bad.complete(func(string) string { return "" })
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "-pod-cidr")
+	assert.Contains(t, err.Error(), "-service-cidr")
 	assert.Contains(t, err.Error(), "longer than a Linux interface name")
+}
+
+// Without recorded settings the environment's count, and write-config
+// records them; a bad one is refused by name.
+func TestConfigFromEnvironment(t *testing.T) {
+	state := filepath.Join(t.TempDir(), ".cluster")
+	env := map[string]string{"NODES": "5", "APISERVER_PORT": "16443"}
+	var c config
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	c.flags(fs)
+	require.NoError(t, fs.Parse([]string{"-state", state}))
+	require.NoError(t, c.complete(func(k string) string { return env[k] }))
+	assert.False(t, c.recorded)
+	assert.Equal(t, 5, c.nodes)
+	assert.Equal(t, 16443, c.apiServerPort)
+	require.NoError(t, c.writeConfig())
+	recorded, err := localcluster.Read(state)
+	require.NoError(t, err)
+	assert.Equal(t, 5, recorded.Nodes)
+
+	// the recorded settings win over the environment's
+	var again config
+	fs = flag.NewFlagSet("node", flag.ContinueOnError)
+	again.flags(fs)
+	require.NoError(t, fs.Parse([]string{"-state", state}))
+	require.NoError(t, again.complete(func(k string) string { return map[string]string{"NODES": "9"}[k] }))
+	assert.Equal(t, 5, again.nodes)
+
+	var bad config
+	fs = flag.NewFlagSet("node", flag.ContinueOnError)
+	bad.flags(fs)
+	require.NoError(t, fs.Parse([]string{"-state", filepath.Join(t.TempDir(), "none")}))
+	assert.ErrorContains(t, bad.complete(func(k string) string { return map[string]string{"KWOK_PORT": "x"}[k] }), `KWOK_PORT must be a positive number, not "x"`)
 }
 
 func TestUnescapeMountPath(t *testing.T) {
@@ -134,7 +178,9 @@ func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 // volumes as asked, volumes below the state directory, the metrics API at
 // the node's address and port.
 func TestBootstrapYAML(t *testing.T) {
-	n := newNode(testConfig(t, "-nodes", "4", "-pvs", "2", "-metrics-server-port", "4999", "-pod-cidr", "10.241.3.0/24"))
+	n := newNode(testConfig(t, func(lc *localcluster.Config) {
+		lc.Nodes, lc.PVs, lc.MetricsServerPort, lc.NodePodCIDR = 4, 2, 4999, "10.241.3.0/24"
+	}))
 	y := n.bootstrapYAML([]byte("the CA"))
 	docs := strings.Split(y, "\n---\n")
 	assert.Len(t, docs, 10+4+2, "fixed objects, nodes, volumes")
