@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 )
 
 // controlPlaneActions run after the network (the API server listens on the
@@ -67,7 +68,7 @@ func (n *node) waitForEtcd(ctx context.Context) error {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(n.etcdPort))
 	return waitFor(ctx, 30*time.Second, "etcd at "+addr, func() error {
 		if err := n.checkAlive("etcd"); err != nil {
-			return stopWaiting{err}
+			return process.StopWaiting{Err: err}
 		}
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
@@ -113,7 +114,7 @@ func (n *node) apiServerDaemon() daemon {
 func (n *node) waitForAPIServer(ctx context.Context) error {
 	return waitFor(ctx, 120*time.Second, "kube-apiserver /readyz ok", func() error {
 		if err := n.checkAlive("kube-apiserver"); err != nil {
-			return stopWaiting{err}
+			return process.StopWaiting{Err: err}
 		}
 		out, err := n.kubectl("get", "--raw=/readyz")
 		if err != nil {
@@ -233,7 +234,7 @@ func (n *node) bootstrapObjects() action {
 			}
 			return waitFor(ctx, 120*time.Second, fmt.Sprintf("%d simulated nodes Ready", n.nodes), func() error {
 				if err := n.checkAlive("kwok"); err != nil {
-					return stopWaiting{err}
+					return process.StopWaiting{Err: err}
 				}
 				return n.simulatedNodesReady()
 			})
@@ -307,16 +308,8 @@ func (n *node) kubectl(args ...string) ([]byte, error) {
 // (measured: a new Service had rules 62 s after it was created). So they
 // restart too.
 func (n *node) restartAPIServer(ctx context.Context) error {
-	if pid, ok := n.daemonPID("kube-apiserver"); ok {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		if err := waitFor(ctx, 30*time.Second, "the killed kube-apiserver to be gone", func() error {
-			if n.exiting(pid) {
-				return fmt.Errorf("PID %d still runs", pid)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
+	if err := n.daemons().Kill(n.proc(n.apiServerDaemon())); err != nil {
+		return err
 	}
 	if err := n.start(n.apiServerDaemon()); err != nil {
 		return err
@@ -325,10 +318,7 @@ func (n *node) restartAPIServer(ctx context.Context) error {
 		return err
 	}
 	for _, d := range []daemon{n.controllerManagerDaemon(), n.schedulerDaemon()} {
-		if err := n.stop(d); err != nil {
-			return err
-		}
-		if err := n.start(d); err != nil {
+		if err := n.daemons().Restart(n.proc(d)); err != nil {
 			return err
 		}
 	}

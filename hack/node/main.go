@@ -34,11 +34,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 )
 
 func main() {
@@ -62,7 +62,7 @@ func main() {
 	if err := c.complete(os.Getenv); err != nil {
 		fail(err)
 	}
-	keepInheritedFilesToOurselves()
+	process.KeepInheritedFilesToOurselves()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n := newNode(c)
@@ -116,19 +116,4 @@ func main() {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "node:", err)
 	os.Exit(1)
-}
-
-// keepInheritedFilesToOurselves marks every file descriptor this process
-// inherited beyond stdin, stdout and stderr close-on-exec: the daemons it
-// starts outlive it and would hold, say, a lock the caller took.
-func keepInheritedFilesToOurselves() {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
-			syscall.CloseOnExec(fd)
-		}
-	}
 }

@@ -39,6 +39,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
@@ -74,7 +75,7 @@ func EnsureCluster(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	keepInheritedFilesToOurselves()
+	process.KeepInheritedFilesToOurselves()
 	if _, err := runScript(ctx, root, "up", "--user", fmt.Sprint(os.Getpid())); err != nil {
 		return nil, err
 	}
