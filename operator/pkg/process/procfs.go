@@ -12,15 +12,29 @@ import (
 	"time"
 )
 
-// Alive is false for a process that is gone or a zombie.
+// Alive is false for a process that is gone or whose threads are all
+// zombies. The thread group leader can be a zombie while other threads
+// still exit: they hold the process's files and sockets until the last is
+// done, and a successor then fails to bind its port (seen with
+// kube-apiserver after SIGKILL).
 func Alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return false
 	}
-	// the state follows the command name in parentheses
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+	for _, t := range tasks {
+		stat, err := os.ReadFile(dir + "/" + t.Name() + "/stat")
+		if err != nil {
+			continue // that thread is gone
+		}
+		// the state follows the command name in parentheses
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // CommandLine is a process's arguments, NUL-separated ("" once it is gone
