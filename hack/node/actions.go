@@ -51,6 +51,7 @@ func (n *node) nodeActions() []action {
 		n.coreDNS(),
 		n.metricsServer(),
 		n.sysctlRecord(),
+		n.nodeReady(),
 	}
 }
 

@@ -116,14 +116,7 @@ func (n *node) waitForAPIServer(ctx context.Context) error {
 		if err := n.checkAlive("kube-apiserver"); err != nil {
 			return process.StopWaiting{Err: err}
 		}
-		out, err := n.kubectl("get", "--raw=/readyz")
-		if err != nil {
-			return err
-		}
-		if s := strings.TrimSpace(string(out)); s != "ok" {
-			return fmt.Errorf("/readyz says %q", s)
-		}
-		return nil
+		return n.apiServerReady()
 	})
 }
 

@@ -23,6 +23,8 @@
 //	node restart kubelet|containerd|kube-proxy|coredns|metrics-server   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
 //	node restart kube-apiserver  kills it (SIGKILL, as a crash would) and starts it again, with kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS
 //	node state     prints what the node changes on this machine, one fact a line (to compare before and after)
+//	node status    every daemon's state, the API server's readiness, the nodes; fails when unhealthy
+//	node healthy   fails (quietly but for the reason) unless a completed start runs as it should
 //	node write-config  records the settings (localcluster.Config, from the environment) in the state directory, once
 //	node settings  prints every setting as NAME=value (the recorded ones, else the environment's)
 //	node setting NAME  prints one of them
@@ -46,7 +48,7 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node status|healthy|write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {
@@ -87,6 +89,10 @@ func main() {
 		if lines, err = machineState(); err == nil {
 			fmt.Println(strings.Join(lines, "\n"))
 		}
+	case "status":
+		err = n.status(os.Stdout)
+	case "healthy":
+		err = n.healthy()
 	case "write-config":
 		err = n.writeConfig()
 	case "settings":

@@ -147,10 +147,8 @@ func TestRestartKnowsItsDaemonsOnly(t *testing.T) {
 // one would match any process.
 func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 	n := newNode(testConfig(t))
-	daemons := []daemon{
-		n.etcdDaemon(), n.apiServerDaemon(), n.controllerManagerDaemon(), n.schedulerDaemon(), n.kwokDaemon("stages.yaml"),
-		n.containerdDaemon(), n.kubeletDaemon(), n.kubeProxyDaemon(), n.coreDNSDaemon(), n.metricsServerDaemon(), n.registryDaemon(),
-	}
+	daemons := n.allDaemons()
+	require.Len(t, daemons, 11, "status lists every daemon")
 	for _, d := range daemons {
 		t.Run(d.name, func(t *testing.T) {
 			// stop would kill another daemon that named this one's configuration

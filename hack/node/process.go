@@ -78,14 +78,23 @@ func output(name string, args ...string) ([]byte, error) {
 func (n *node) restart(ctx context.Context, name string) error {
 	switch name {
 	case "kube-apiserver":
-		return n.restartAPIServer(ctx)
+		if err := n.restartAPIServer(ctx); err != nil {
+			return err
+		}
+		return n.waitRealNodeReady(ctx)
 	case "kubelet":
-		return n.daemons().Restart(n.proc(n.kubeletDaemon()))
+		if err := n.daemons().Restart(n.proc(n.kubeletDaemon())); err != nil {
+			return err
+		}
+		return n.waitRealNodeReady(ctx)
 	case "containerd":
 		if err := n.stop(n.containerdDaemon()); err != nil {
 			return err
 		}
-		return n.startContainerd(ctx)
+		if err := n.startContainerd(ctx); err != nil {
+			return err
+		}
+		return n.waitRealNodeReady(ctx)
 	case "kube-proxy":
 		return redo(ctx, n.kubeProxy())
 	case "coredns":
