@@ -8,9 +8,13 @@
 # annotated scheduler.alpha.kubernetes.io/node-selector=type=kwok go. All
 # state lives in .cluster/ (git-ignored).
 #
+# This script holds the lock, the test processes' claims on the cluster, the
+# certificates and kubeconfigs; hack/node starts, watches, restarts and
+# stops every process, and reads the settings (.cluster/config.json).
+#
 # usage:
 #   hack/cluster.sh up [--user PID]     start (no-op when already healthy)
-#   hack/cluster.sh down                stop the recorded processes, remove .cluster/
+#   hack/cluster.sh down                stop every process (hack/node down), remove .cluster/
 #   hack/cluster.sh status              components, API health, nodes; exit 1 when unhealthy
 #   hack/cluster.sh kubeconfig-sa NS SA write a kubeconfig for ServiceAccount NS/SA, print its path
 #   hack/cluster.sh release PID         the test process PID is done with the cluster (see below)
@@ -26,7 +30,8 @@
 # E2E_KEEP_CLUSTER=1); a cluster started by a person (`make cluster-up`) is
 # never torn down by tests.
 #
-# environment (read by `up`; later commands use the values `up` recorded):
+# environment (read by `up`; later commands use the values `up` recorded in
+# .cluster/config.json):
 #   NODES=3  PVS=10  APISERVER_PORT=26443  ETCD_PORT=22379  ETCD_PEER_PORT=22380
 #   KCM_PORT=20257  SCHEDULER_PORT=20259  KWOK_PORT=20247
 set -euo pipefail
