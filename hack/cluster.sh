@@ -39,10 +39,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ASSETS=$ROOT/bin/assets
 STATE=$ROOT/.cluster
-PKI=$STATE/pki
 LOGS=$STATE/logs
-PIDS=$STATE/pids
-KUBECONFIGS=$STATE/kubeconfigs
 ADMIN_KUBECONFIG=$STATE/kubeconfig
 export GOTOOLCHAIN=local
 
@@ -52,16 +49,13 @@ die() { log "ERROR: $*"; exit 1; }
 
 # Settings (localcluster.Config): `up` records them once in
 # .cluster/config.json from the caller's environment (or the defaults);
-# hack/node reads them from there and prints them, which makes them shell
-# variables here (NODES, APISERVER_PORT, NODE_NAME, NODE_IP, ...). Before
-# there is a cluster they are the environment's.
+# hack/node reads them from there. load_config makes them shell variables
+# (NODES, APISERVER_PORT, NODE_NAME, NODE_IP, ...) for up's messages.
 load_config() {
   local settings line
   settings=$(real_node settings) || die "the cluster's settings (above)"
   while IFS= read -r line; do printf -v "${line%%=*}" '%s' "${line#*=}"; done <<<"$settings"
 }
-
-k() { "$ASSETS/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" --request-timeout=10s "$@"; }
 
 # real_node COMMAND [ARG] : hack/node, which starts, stops and restarts every
 # daemon of the cluster, with this cluster's settings (9>&- : its daemons
@@ -84,8 +78,6 @@ lock() {
 
 # ---------------------------------------------------------------- processes
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 # Stops every daemon and undoes what hack/node did to this machine (also
 # what a killed run left): each action's down, in reverse order.
 stop_processes() {
@@ -100,56 +92,14 @@ healthy() { [ -f "$STATE/ready" ] && real_node healthy; }
 
 # ---------------------------------------------------------------- setup
 
-b64() { base64 -w0 <"$1"; }
-
-# write_kubeconfig FILE USER (client certificate PKI/USER.crt) | FILE USER token TOKEN
-write_kubeconfig() {
-  local file=$1 user=$2 auth
-  if [ "${3:-}" = token ]; then
-    auth="    token: $4"
-  else
-    auth="    client-certificate-data: $(b64 "$PKI/$user.crt")
-    client-key-data: $(b64 "$PKI/$user.key")"
-  fi
-  cat >"$file" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: serverless-local
-  cluster:
-    server: https://$NODE_IP:$APISERVER_PORT
-    certificate-authority-data: $(b64 "$PKI/ca.crt")
-users:
-- name: $user
-  user:
-$auth
-contexts:
-- name: $user@serverless-local
-  context:
-    cluster: serverless-local
-    user: $user
-current-context: $user@serverless-local
-EOF
-  chmod 600 "$file"
-}
-
 start_cluster() {
-  local p
-  for p in "$APISERVER_PORT" "$ETCD_PORT" "$ETCD_PEER_PORT" "$KCM_PORT" "$SCHEDULER_PORT" "$KWOK_PORT"; do
-    port_in_use "$p" && die "port $p is in use by another process; pick other ports via APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT, SCHEDULER_PORT, KWOK_PORT"
-  done
-  mkdir -p "$PKI" "$LOGS" "$PIDS" "$KUBECONFIGS" "$STATE/etcd"
+  mkdir -p "$LOGS"
   real_node write-config
-
-  log "generating certificates (hack/certgen)"
-  (cd "$ROOT" && go run ./hack/certgen -dir "$PKI" -node-name "$NODE_NAME" -node-ip "$NODE_IP")
-  write_kubeconfig "$ADMIN_KUBECONFIG" admin
-  for c in kube-controller-manager kube-scheduler kwok node kube-proxy coredns metrics-server; do write_kubeconfig "$KUBECONFIGS/$c.kubeconfig" "$c"; done
 
   log "setting up the real node's network (hack/node network)"
   real_node network
 
-  log "starting etcd, kube-apiserver on https://$NODE_IP:$APISERVER_PORT, kube-controller-manager, kube-scheduler, kwok with $NODES nodes (hack/node control-plane)"
+  log "certificates, kubeconfigs; starting etcd, kube-apiserver on https://$NODE_IP:$APISERVER_PORT, kube-controller-manager, kube-scheduler, kwok with $NODES nodes (hack/node control-plane)"
   real_node control-plane
   log "starting the real node $NODE_NAME (hack/node up)"
   real_node up
@@ -217,7 +167,6 @@ cmd_restart() {
     *) die "restart supports kube-apiserver, kubelet and containerd" ;;
   esac
   lock
-  load_config
   [ -d "$STATE" ] || die "no cluster in $STATE"
   real_node restart "$component"
   log "restarted $component"
@@ -225,14 +174,12 @@ cmd_restart() {
 
 # load: the images of bin/image (make image) into the real node's registry.
 cmd_load() {
-  load_config
   healthy || die "the cluster is not running (make cluster-up)"
   real_node load
 }
 
 cmd_down() {
   lock
-  load_config
   if [ ! -d "$STATE" ]; then log "no cluster state in $STATE, nothing to do"; return; fi
   stop_processes
   rm -rf "$STATE"
@@ -256,7 +203,6 @@ cmd_release() {
   elif [ ! -f "$STATE/owned-by-tests" ]; then
     log "keeping the cluster: it was started by make cluster-up"
   else
-    load_config
     stop_processes
     rm -rf "$STATE"
     log "stopped the cluster the tests started; removed $STATE"
@@ -272,13 +218,8 @@ cmd_status() {
 }
 
 cmd_kubeconfig_sa() {
-  local ns=${1:?usage: kubeconfig-sa NAMESPACE SERVICEACCOUNT} sa=${2:?usage: kubeconfig-sa NAMESPACE SERVICEACCOUNT} token
-  load_config
   [ -d "$STATE" ] || die "the cluster is not running (make cluster-up)"
-  token=$(k create token "$sa" -n "$ns" --duration=24h) || die "could not get a token for ServiceAccount $ns/$sa (is the cluster up? hack/cluster.sh status)"
-  local file=$KUBECONFIGS/sa-$ns-$sa.kubeconfig
-  write_kubeconfig "$file" "system:serviceaccount:$ns:$sa" token "$token"
-  echo "$file"
+  real_node kubeconfig-sa "${1:?usage: kubeconfig-sa NAMESPACE SERVICEACCOUNT}" "${2:?usage: kubeconfig-sa NAMESPACE SERVICEACCOUNT}"
 }
 
 case ${1:-} in
@@ -289,8 +230,8 @@ case ${1:-} in
   release) shift; cmd_release "$@" ;;
   restart) shift; cmd_restart "$@" ;;
   load) cmd_load ;;
-  manager-env) load_config; real_node manager-env ;;
-  insecure-registry) load_config; real_node insecure-registry "${2:?usage: insecure-registry HOST:PORT}" ;;
+  manager-env) real_node manager-env ;;
+  insecure-registry) real_node insecure-registry "${2:?usage: insecure-registry HOST:PORT}" ;;
   setting) real_node setting "${2:?usage: setting NAME}" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

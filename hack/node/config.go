@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
 )
@@ -193,4 +196,20 @@ func (n *node) warnEnvDiffers(getenv func(string) string) {
 			n.log.Printf("note: the running cluster has %s=%s (asked for %s); run 'hack/cluster.sh down' first to change it", name, recorded[name], v)
 		}
 	}
+}
+
+// portsFree fails, naming them, when another process listens on any of the
+// control plane's ports.
+func (c config) portsFree() error {
+	var busy []string
+	for _, p := range []int{c.apiServerPort, c.etcdPort, c.etcdPeerPort, c.kcmPort, c.schedulerPort, c.kwokPort} {
+		if conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), time.Second); err == nil {
+			_ = conn.Close()
+			busy = append(busy, strconv.Itoa(p))
+		}
+	}
+	if len(busy) > 0 {
+		return fmt.Errorf("port %s in use by another process; pick other ports via APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT, SCHEDULER_PORT, KWOK_PORT", strings.Join(busy, ", "))
+	}
+	return nil
 }

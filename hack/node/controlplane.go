@@ -18,10 +18,10 @@ import (
 
 // controlPlaneActions run after the network (the API server listens on the
 // bridge's address) and before the node's own daemons, which talk to the
-// API server. The certificates and kubeconfigs they use are written before
-// (hack/cluster.sh: hack/certgen).
+// API server.
 func (n *node) controlPlaneActions() []action {
 	return []action{
+		n.certificates(),
 		n.daemonAction(n.etcdDaemon(), n.waitForEtcd),
 		n.daemonAction(n.apiServerDaemon(), n.waitForAPIServer),
 		n.daemonAction(n.controllerManagerDaemon(), nil),

@@ -14,7 +14,7 @@
 // usage:
 //
 //	node network   the bridge, routes, iptables rules and sysctls (before the API server, which listens on the bridge)
-//	node control-plane  etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the bootstrap objects; waits until the simulated nodes are Ready
+//	node control-plane  the certificates and kubeconfigs, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the bootstrap objects; waits until the simulated nodes are Ready
 //	node up        the image registry, containerd, kubelet, kube-proxy, CoreDNS and metrics-server; waits until the node is Ready
 //	node down      every action's down, in reverse order
 //	node load      pushes the images of bin/image/ into the node's registry
@@ -23,9 +23,10 @@
 //	node restart kubelet|containerd|kube-proxy|coredns|metrics-server   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
 //	node restart kube-apiserver  kills it (SIGKILL, as a crash would) and starts it again, with kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS
 //	node state     prints what the node changes on this machine, one fact a line (to compare before and after)
+//	node kubeconfig-sa NS SA  writes a kubeconfig of ServiceAccount NS/SA, prints its path
 //	node status    every daemon's state, the API server's readiness, the nodes; fails when unhealthy
 //	node healthy   fails (quietly but for the reason) unless a completed start runs as it should
-//	node write-config  records the settings (localcluster.Config, from the environment) in the state directory, once
+//	node write-config  checks the control plane's ports are free, records the settings (localcluster.Config, from the environment) in the state directory, once
 //	node settings  prints every setting as NAME=value (the recorded ones, else the environment's)
 //	node setting NAME  prints one of them
 package main
@@ -48,7 +49,7 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node status|healthy|write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node kubeconfig-sa NS SA|status|healthy|write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {
@@ -57,8 +58,12 @@ func main() {
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var arg string
-	if (cmd == "insecure-registry" || cmd == "restart" || cmd == "setting") && len(args) > 0 {
+	var arg2 string
+	if (cmd == "insecure-registry" || cmd == "restart" || cmd == "setting" || cmd == "kubeconfig-sa") && len(args) > 0 {
 		arg, args = args[0], args[1:]
+	}
+	if cmd == "kubeconfig-sa" && len(args) > 0 {
+		arg2, args = args[0], args[1:]
 	}
 	_ = fs.Parse(args)
 	if err := c.complete(os.Getenv); err != nil {
@@ -89,12 +94,19 @@ func main() {
 		if lines, err = machineState(); err == nil {
 			fmt.Println(strings.Join(lines, "\n"))
 		}
+	case "kubeconfig-sa":
+		var file string
+		if file, err = n.kubeconfigSA(arg, arg2); err == nil {
+			fmt.Println(file)
+		}
 	case "status":
 		err = n.status(os.Stdout)
 	case "healthy":
 		err = n.healthy()
 	case "write-config":
-		err = n.writeConfig()
+		if err = n.portsFree(); err == nil {
+			err = n.writeConfig()
+		}
 	case "settings":
 		n.warnEnvDiffers(os.Getenv)
 		for _, kv := range settingLines(n.cluster) {

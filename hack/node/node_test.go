@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -190,4 +192,18 @@ func TestBootstrapYAML(t *testing.T) {
 	assert.Contains(t, y, `endpoints: [{addresses: ["10.241.3.1"]}]`)
 	assert.Contains(t, y, "targetPort: 4999}")
 	assert.Contains(t, y, "caBundle: dGhlIENB\n")
+}
+
+// A port another process listens on is named before anything starts.
+func TestPortsFree(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	busy := l.Addr().(*net.TCPAddr).Port
+	c := testConfig(t, func(lc *localcluster.Config) { lc.KwokPort = busy })
+	// the other ports are the defaults, which a running local cluster holds
+	err = c.portsFree()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), strconv.Itoa(busy))
+	assert.Contains(t, err.Error(), "KWOK_PORT")
 }
