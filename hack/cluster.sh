@@ -47,19 +47,9 @@ START=$SECONDS
 log() { printf '[cluster %s +%3ds] %s\n' "$(date +%H:%M:%S)" $((SECONDS - START)) "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# Settings (localcluster.Config): `up` records them once in
-# .cluster/config.json from the caller's environment (or the defaults);
-# hack/node reads them from there. load_config makes them shell variables
-# (NODES, APISERVER_PORT, NODE_NAME, NODE_IP, ...) for up's messages.
-load_config() {
-  local settings line
-  settings=$(real_node settings) || die "the cluster's settings (above)"
-  while IFS= read -r line; do printf -v "${line%%=*}" '%s' "${line#*=}"; done <<<"$settings"
-}
-
-# real_node COMMAND [ARG] : hack/node, which starts, stops and restarts every
-# daemon of the cluster, with this cluster's settings (9>&- : its daemons
-# must not inherit the lock).
+# real_node COMMAND [ARG] : hack/node, which starts, watches, restarts and
+# stops every daemon of the cluster (9>&- : its daemons must not inherit the
+# lock).
 real_node() {
   (cd "$ROOT" && go run ./hack/node "$@" -state "$STATE" -assets "$ASSETS" -images "$ROOT/bin/image" \
     -repo "$ROOT") 9>&-
@@ -76,34 +66,11 @@ lock() {
   fi
 }
 
-# ---------------------------------------------------------------- processes
-
 # Stops every daemon and undoes what hack/node did to this machine (also
 # what a killed run left): each action's down, in reverse order.
 stop_processes() {
   log "stopping the cluster (hack/node down)"
   real_node down || log "hack/node down reported errors (above); the next 'up' tries again"
-}
-
-# ---------------------------------------------------------------- health
-
-# a completed start that runs as it should (hack/node says why not)
-healthy() { [ -f "$STATE/ready" ] && real_node healthy; }
-
-# ---------------------------------------------------------------- setup
-
-start_cluster() {
-  mkdir -p "$LOGS"
-  real_node write-config
-
-  log "setting up the real node's network (hack/node network)"
-  real_node network
-
-  log "certificates, kubeconfigs; starting etcd, kube-apiserver on https://$NODE_IP:$APISERVER_PORT, kube-controller-manager, kube-scheduler, kwok with $NODES nodes (hack/node control-plane)"
-  real_node control-plane
-  log "starting the real node $NODE_NAME (hack/node up)"
-  real_node up
-  touch "$STATE/ready"
 }
 
 # ---------------------------------------------------------------- commands
@@ -114,43 +81,14 @@ print_access() {
   echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
 
-# EXIT trap while starting: after a failure stop what was started and keep
-# only the logs for diagnosis; the next `up` starts afresh.
-# shellcheck disable=SC2317 # invoked by trap
-on_failed_start() {
-  local status=$?
-  [ "$status" != 0 ] || return 0
-  log "start failed; stopping what was started"
-  stop_processes
-  if [ -d "$LOGS" ]; then
-    find "$STATE" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
-    log "logs of the failed start are in $LOGS/"
-  else
-    rm -rf "$STATE"
-  fi
-}
-
 cmd_up() {
-  local user=
+  local user= result
   if [ "${1:-}" = --user ]; then user=${2:?--user needs a PID}; fi
   lock
   log "building tools if needed (hack/tools.sh; a cold build takes several minutes)"
   "$ROOT/hack/tools.sh" >/dev/null
-  load_config
-  if healthy; then
-    log "already running and healthy (nodes: $NODES simulated and $NODE_NAME, API: https://$NODE_IP:$APISERVER_PORT)"
-  else
-    if [ -d "$STATE" ]; then
-      log "found a stopped or unhealthy cluster in $STATE, cleaning it up"
-      stop_processes
-      rm -rf "$STATE"
-      load_config
-    fi
-    trap on_failed_start EXIT
-    start_cluster
-    trap - EXIT
-    [ -z "$user" ] || touch "$STATE/owned-by-tests"
-  fi
+  result=$(real_node start) || die "the cluster did not start (above)"
+  if [ "$result" = started ] && [ -n "$user" ]; then touch "$STATE/owned-by-tests"; fi
   if [ -n "$user" ]; then
     mkdir -p "$STATE/users" && : >"$STATE/users/$user"
   else
@@ -174,7 +112,7 @@ cmd_restart() {
 
 # load: the images of bin/image (make image) into the real node's registry.
 cmd_load() {
-  healthy || die "the cluster is not running (make cluster-up)"
+  real_node healthy || die "the cluster is not running (make cluster-up)"
   real_node load
 }
 

@@ -85,6 +85,7 @@ func (c *config) complete(getenv func(string) string) error {
 		*p = abs
 	}
 	var err error
+	c.recorded = false
 	if _, statErr := os.Stat(filepath.Join(c.state, localcluster.FileName)); statErr == nil {
 		c.cluster, err = localcluster.Read(c.state)
 		c.recorded = true

@@ -13,6 +13,7 @@
 //
 // usage:
 //
+//	node start     the whole cluster (write-config, network, control-plane, up), unless it runs healthy; prints "running" or "started"; a failed start is undone, its logs kept
 //	node network   the bridge, routes, iptables rules and sysctls (before the API server, which listens on the bridge)
 //	node control-plane  the certificates and kubeconfigs, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the bootstrap objects; waits until the simulated nodes are Ready
 //	node up        the image registry, containerd, kubelet, kube-proxy, CoreDNS and metrics-server; waits until the node is Ready
@@ -49,7 +50,7 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node kubeconfig-sa NS SA|status|healthy|write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node start|kubeconfig-sa NS SA|status|healthy|write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {
@@ -75,6 +76,11 @@ func main() {
 	n := newNode(c)
 	var err error
 	switch cmd {
+	case "start":
+		var result string
+		if result, err = n.startCluster(ctx, os.Getenv); err == nil {
+			fmt.Println(result)
+		}
 	case "network":
 		err = n.up(ctx, n.networkActions())
 	case "control-plane":

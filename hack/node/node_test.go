@@ -73,13 +73,21 @@ func TestConfigFromEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 5, recorded.Nodes)
 
+	// once they are gone, the environment counts again (a start after
+	// cleaning up what an unhealthy cluster left)
+	require.NoError(t, os.Remove(filepath.Join(state, localcluster.FileName)))
+	require.NoError(t, c.complete(func(k string) string { return map[string]string{"NODES": "6"}[k] }))
+	assert.False(t, c.recorded)
+	assert.Equal(t, 6, c.nodes)
+	require.NoError(t, c.writeConfig())
+
 	// the recorded settings win over the environment's
 	var again config
 	fs = flag.NewFlagSet("node", flag.ContinueOnError)
 	again.flags(fs)
 	require.NoError(t, fs.Parse([]string{"-state", state}))
 	require.NoError(t, again.complete(func(k string) string { return map[string]string{"NODES": "9"}[k] }))
-	assert.Equal(t, 5, again.nodes)
+	assert.Equal(t, 6, again.nodes)
 
 	var bad config
 	fs = flag.NewFlagSet("node", flag.ContinueOnError)
