@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -50,11 +51,15 @@ func (n *node) nodeActions() []action {
 		n.coreDNS(),
 		n.metricsServer(),
 		n.sysctlRecord(),
+		n.nodeReady(),
 	}
 }
 
+// allActions in order: down runs them in reverse, so the node's daemons
+// stop before the API server they talk to, and the bridge it listens on
+// goes last.
 func (n *node) allActions() []action {
-	return append(n.networkActions(), n.nodeActions()...)
+	return slices.Concat(n.networkActions(), n.controlPlaneActions(), n.nodeActions())
 }
 
 // up runs the actions in order; when one fails, the downs of those that

@@ -5,18 +5,34 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
 )
 
-// config is where the node lives on this machine and which addresses it
-// uses; hack/cluster.sh passes its settings as flags.
+// config is where the cluster lives on this machine and which addresses it
+// uses: the settings `hack/cluster.sh up` recorded (localcluster.Config in
+// .cluster/config.json), or, before there are any, those the environment
+// asks for; paths and fixed ranges come as flags.
 type config struct {
+	// cluster are the recorded settings.
+	cluster localcluster.Config
+	// recorded says cluster came from the state directory.
+	recorded bool
 	// state is the cluster's directory (.cluster): pki/, kubeconfigs/,
 	// logs/, pids/ and the node's own dir, node/.
 	state string
 	// assets holds the binaries hack/tools.sh builds (bin/assets), images
 	// the layouts `make image` writes (bin/image).
 	assets, images string
+	// repo is the repository's root (the API server's admission and audit
+	// configuration, kwok's module).
+	repo string
 	// name is the Node's name.
 	name string
 	// bridge is the Linux bridge the Pods' veths join.
@@ -38,46 +54,64 @@ type config struct {
 	// metricsServerPort is where metrics-server serves the metrics API,
 	// on the bridge address.
 	metricsServerPort int
+	// nodes is how many simulated nodes kwok runs, pvs how many volumes
+	// the pool holds.
+	nodes, pvs int
+	// The control plane's other ports, on 127.0.0.1.
+	etcdPort, etcdPeerPort, kcmPort, schedulerPort, kwokPort int
 
-	podCIDRFlag, fakePodCIDRFlag, serviceCIDRFlag string
+	fakePodCIDRFlag, serviceCIDRFlag string
 }
 
 func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.state, "state", ".cluster", "the cluster's state directory")
 	fs.StringVar(&c.assets, "assets", "bin/assets", "directory of kubelet, kube-proxy, coredns and registry")
 	fs.StringVar(&c.images, "images", "bin/image", "directory of the OCI layouts `node load` pushes")
-	fs.StringVar(&c.name, "name", "real-node", "name of the node")
+	fs.StringVar(&c.repo, "repo", ".", "the repository's root")
 	fs.StringVar(&c.bridge, "bridge", "serverless0", "name of the Pods' bridge")
-	fs.StringVar(&c.podCIDRFlag, "pod-cidr", "10.240.0.0/24", "addresses of the node's Pods")
 	fs.StringVar(&c.fakePodCIDRFlag, "fake-pod-cidr", "10.244.0.0/16", "addresses of kwok's simulated Pods")
 	fs.StringVar(&c.serviceCIDRFlag, "service-cidr", "10.96.0.0/16", "the API server's Service range")
-	fs.IntVar(&c.registryPort, "registry-port", 5000, "port of the node's image registry")
-	fs.IntVar(&c.apiServerPort, "apiserver-port", 26443, "port of the API server")
-	fs.IntVar(&c.metricsServerPort, "metrics-server-port", 4443, "port of metrics-server")
 }
 
-func (c *config) complete() error {
+// complete makes the paths absolute and reads the settings: the recorded
+// ones when there are, else getenv's.
+func (c *config) complete(getenv func(string) string) error {
 	var errs []error
-	parse := func(flagName, s string) *net.IPNet {
-		ip, n, err := net.ParseCIDR(s)
-		if err != nil || ip.To4() == nil {
-			errs = append(errs, fmt.Errorf("-%s %q is not an IPv4 CIDR", flagName, s))
-			return nil
-		}
-		return n
-	}
-	c.podCIDR = parse("pod-cidr", c.podCIDRFlag)
-	c.fakePodCIDR = parse("fake-pod-cidr", c.fakePodCIDRFlag)
-	c.serviceCIDR = parse("service-cidr", c.serviceCIDRFlag)
-	if len(c.bridge) > 15 {
-		errs = append(errs, fmt.Errorf("-bridge %q is longer than a Linux interface name may be (15)", c.bridge))
-	}
-	for _, p := range []*string{&c.state, &c.assets, &c.images} {
+	for _, p := range []*string{&c.state, &c.assets, &c.images, &c.repo} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		*p = abs
+	}
+	var err error
+	c.recorded = false
+	if _, statErr := os.Stat(filepath.Join(c.state, localcluster.FileName)); statErr == nil {
+		c.cluster, err = localcluster.Read(c.state)
+		c.recorded = true
+	} else {
+		c.cluster, err = localcluster.FromEnv(getenv)
+	}
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	parse := func(what, s string) *net.IPNet {
+		ip, n, err := net.ParseCIDR(s)
+		if err != nil || ip.To4() == nil {
+			errs = append(errs, fmt.Errorf("%s %q is not an IPv4 CIDR", what, s))
+			return nil
+		}
+		return n
+	}
+	lc := c.cluster
+	c.name, c.registryPort, c.metricsServerPort = lc.NodeName, lc.RegistryPort, lc.MetricsServerPort
+	c.nodes, c.pvs = lc.Nodes, lc.PVs
+	c.apiServerPort, c.etcdPort, c.etcdPeerPort, c.kcmPort, c.schedulerPort, c.kwokPort = lc.APIServerPort, lc.EtcdPort, lc.EtcdPeerPort, lc.KCMPort, lc.SchedulerPort, lc.KwokPort
+	c.podCIDR = parse("nodePodCIDR", lc.NodePodCIDR)
+	c.fakePodCIDR = parse("-fake-pod-cidr", c.fakePodCIDRFlag)
+	c.serviceCIDR = parse("-service-cidr", c.serviceCIDRFlag)
+	if len(c.bridge) > 15 {
+		errs = append(errs, fmt.Errorf("-bridge %q is longer than a Linux interface name may be (15)", c.bridge))
 	}
 	return errors.Join(errs...)
 }
@@ -128,3 +162,55 @@ func (c config) pidFile(component string) string {
 // cgroupRoot is the cgroup (in every hierarchy) that holds all the node's
 // Pods: kubelet's --cgroup-root; removing it removes everything below.
 const cgroupRoot = "serverless-local"
+
+// writeConfig records the settings in the state directory. They are
+// written once: a cluster keeps the settings it was started with.
+func (c config) writeConfig() error {
+	if c.recorded {
+		return fmt.Errorf("%s already records the settings of a cluster; hack/cluster.sh down first", filepath.Join(c.state, localcluster.FileName))
+	}
+	if err := os.MkdirAll(c.state, 0o755); err != nil {
+		return err
+	}
+	return c.cluster.Write(c.state)
+}
+
+// settingLines are the settings as NAME=value, sorted.
+func settingLines(lc localcluster.Config) []string {
+	var lines []string
+	for name, v := range lc.Settings() {
+		lines = append(lines, name+"="+v)
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// warnEnvDiffers says which settings the caller's environment asks for
+// that the running cluster does not have.
+func (n *node) warnEnvDiffers(getenv func(string) string) {
+	if !n.recorded {
+		return
+	}
+	recorded := n.cluster.Settings()
+	for _, name := range localcluster.TunableNames {
+		if v := getenv(name); v != "" && v != recorded[name] {
+			n.log.Printf("note: the running cluster has %s=%s (asked for %s); run 'hack/cluster.sh down' first to change it", name, recorded[name], v)
+		}
+	}
+}
+
+// portsFree fails, naming them, when another process listens on any of the
+// control plane's ports.
+func (c config) portsFree() error {
+	var busy []string
+	for _, p := range []int{c.apiServerPort, c.etcdPort, c.etcdPeerPort, c.kcmPort, c.schedulerPort, c.kwokPort} {
+		if conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), time.Second); err == nil {
+			_ = conn.Close()
+			busy = append(busy, strconv.Itoa(p))
+		}
+	}
+	if len(busy) > 0 {
+		return fmt.Errorf("port %s in use by another process; pick other ports via APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT, SCHEDULER_PORT, KWOK_PORT", strings.Join(busy, ", "))
+	}
+	return nil
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 )
 
 // containerdSocket is the CRI endpoint kubelet talks to. Unix socket paths
@@ -45,7 +46,7 @@ func (n *node) containerd() action {
 		down: func(context.Context) error {
 			var errs []error
 			// The shims outlive containerd; they hold the containers' stdio.
-			errs = append(errs, killProcesses(func(cmdline []byte) bool {
+			errs = append(errs, process.KillMatching(func(cmdline []byte) bool {
 				return bytes.Contains(cmdline, []byte("containerd-shim")) && bytes.Contains(cmdline, []byte(n.containerdSocket()))
 			}))
 			errs = append(errs, n.stop(n.containerdDaemon()))
@@ -69,7 +70,7 @@ func (n *node) startContainerd(ctx context.Context) error {
 	}
 	return waitFor(ctx, 30*time.Second, "containerd's socket", func() error {
 		if err := n.checkAlive("containerd"); err != nil {
-			return stopWaiting{err}
+			return process.StopWaiting{Err: err}
 		}
 		conn, err := net.Dial("unix", n.containerdSocket())
 		if err != nil {
@@ -185,53 +186,6 @@ func (n *node) trustRegistry(addr string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(plainHTTP(addr)), 0o644)
-}
-
-// killProcesses sends SIGKILL to every process whose command line matches
-// and waits until they are gone.
-func killProcesses(match func(cmdline []byte) bool) error {
-	pids, err := findProcesses(func(pid int) bool {
-		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		return err == nil && match(cmdline)
-	})
-	if err != nil {
-		return err
-	}
-	return killAndWait(pids)
-}
-
-func findProcesses(match func(pid int) bool) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if match(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
-}
-
-func killAndWait(pids []int) error {
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("process %d still runs 10s after SIGKILL", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	return nil
 }
 
 // unmountBelow lazily unmounts every mount point below dir, deepest first

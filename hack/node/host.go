@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 )
 
 // machinePaths are where the node's parts write whatever their settings:
@@ -334,7 +336,7 @@ func machineState() ([]string, error) {
 			add("path", p)
 		}
 	}
-	pids, err := findProcesses(func(pid int) bool {
+	pids, err := process.Find(func(pid int) bool {
 		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		return err == nil && (bytes.Contains(cmdline, []byte("containerd")) || bytes.Contains(cmdline, []byte("/.cluster/")))
 	})

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 )
 
 // cgroupFS is where this machine mounts its cgroup v1 hierarchies, and
@@ -136,14 +138,14 @@ func makeCgroupRoot() error {
 
 // killCgroupTree kills every process in our cgroup: the Pods' containers.
 func killCgroupTree() error {
-	pids, err := findProcesses(func(pid int) bool {
+	pids, err := process.Find(func(pid int) bool {
 		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 		return err == nil && bytes.Contains(data, []byte(":/"+cgroupRoot+"/"))
 	})
 	if err != nil {
 		return err
 	}
-	return killAndWait(pids)
+	return process.KillAndWait(pids)
 }
 
 // removeCgroupRoot removes our cgroup and everything below it, deepest

@@ -4,42 +4,96 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func testConfig(t *testing.T, args ...string) config {
+// testConfig is a node's config in a fresh state directory that records
+// the default settings as set changes them.
+func testConfig(t *testing.T, set ...func(*localcluster.Config)) config {
 	t.Helper()
+	lc := localcluster.Default()
+	for _, f := range set {
+		f(&lc)
+	}
+	state := t.TempDir()
+	require.NoError(t, lc.Write(state))
 	var c config
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	c.flags(fs)
-	require.NoError(t, fs.Parse(append([]string{"-state", t.TempDir()}, args...)))
-	require.NoError(t, c.complete())
+	require.NoError(t, fs.Parse([]string{"-state", state}))
+	require.NoError(t, c.complete(func(string) string { return "" }))
 	return c
 }
 
 func TestConfig(t *testing.T) {
-	c := testConfig(t, "-pod-cidr", "10.241.3.0/24", "-registry-port", "5123")
+	c := testConfig(t, func(lc *localcluster.Config) { lc.NodePodCIDR, lc.RegistryPort = "10.241.3.0/24", 5123 })
+	assert.True(t, c.recorded)
 	assert.Equal(t, "10.241.3.1", c.gateway().String(), "the bridge's address is the range's first")
 	assert.Equal(t, "10.241.3.1:5123", c.registry())
 	mac := c.bridgeMAC()
 	assert.Equal(t, "02:00:0a:f1:03:01", mac.String(), "the bridge's hardware address is made of its IP address")
 	assert.Equal(t, byte(0x02), mac[0]&0x03, "locally administered, unicast")
 	assert.True(t, filepath.IsAbs(c.state))
+	assert.ErrorContains(t, c.writeConfig(), "already records the settings", "a cluster keeps its settings")
 
 	var bad config
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	bad.flags(fs)
-	require.NoError(t, fs.Parse([]string{"-pod-cidr", "fd00::/64", "-bridge", "a-name-longer-than-fifteen"}))
-	err := bad.complete()
+	require.NoError(t, fs.Parse([]string{"-state", t.TempDir(), "-service-cidr", "fd00::/64", "-bridge", "a-name-longer-than-fifteen"}))
+	err := bad.complete(func(string) string { return "" })
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "-pod-cidr")
+	assert.Contains(t, err.Error(), "-service-cidr")
 	assert.Contains(t, err.Error(), "longer than a Linux interface name")
+}
+
+// Without recorded settings the environment's count, and write-config
+// records them; a bad one is refused by name.
+func TestConfigFromEnvironment(t *testing.T) {
+	state := filepath.Join(t.TempDir(), ".cluster")
+	env := map[string]string{"NODES": "5", "APISERVER_PORT": "16443"}
+	var c config
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	c.flags(fs)
+	require.NoError(t, fs.Parse([]string{"-state", state}))
+	require.NoError(t, c.complete(func(k string) string { return env[k] }))
+	assert.False(t, c.recorded)
+	assert.Equal(t, 5, c.nodes)
+	assert.Equal(t, 16443, c.apiServerPort)
+	require.NoError(t, c.writeConfig())
+	recorded, err := localcluster.Read(state)
+	require.NoError(t, err)
+	assert.Equal(t, 5, recorded.Nodes)
+
+	// once they are gone, the environment counts again (a start after
+	// cleaning up what an unhealthy cluster left)
+	require.NoError(t, os.Remove(filepath.Join(state, localcluster.FileName)))
+	require.NoError(t, c.complete(func(k string) string { return map[string]string{"NODES": "6"}[k] }))
+	assert.False(t, c.recorded)
+	assert.Equal(t, 6, c.nodes)
+	require.NoError(t, c.writeConfig())
+
+	// the recorded settings win over the environment's
+	var again config
+	fs = flag.NewFlagSet("node", flag.ContinueOnError)
+	again.flags(fs)
+	require.NoError(t, fs.Parse([]string{"-state", state}))
+	require.NoError(t, again.complete(func(k string) string { return map[string]string{"NODES": "9"}[k] }))
+	assert.Equal(t, 6, again.nodes)
+
+	var bad config
+	fs = flag.NewFlagSet("node", flag.ContinueOnError)
+	bad.flags(fs)
+	require.NoError(t, fs.Parse([]string{"-state", filepath.Join(t.TempDir(), "none")}))
+	assert.ErrorContains(t, bad.complete(func(k string) string { return map[string]string{"KWOK_PORT": "x"}[k] }), `KWOK_PORT must be a positive number, not "x"`)
 }
 
 func TestUnescapeMountPath(t *testing.T) {
@@ -90,12 +144,12 @@ func TestActions(t *testing.T) {
 	assert.Equal(t, []string{"down c", "down x", "down a"}, trace)
 }
 
-func TestRestartKnowsTheNodeDaemonsOnly(t *testing.T) {
+func TestRestartKnowsItsDaemonsOnly(t *testing.T) {
 	n := newNode(testConfig(t))
 	n.log.SetOutput(&strings.Builder{})
-	// Before anything stops: a name that is not one of the node's daemons.
+	// Before anything stops: a name that is not one of the restartable daemons.
 	err := n.restart(t.Context(), "etcd")
-	require.ErrorContains(t, err, `"etcd" is none of kubelet, containerd, kube-proxy, coredns`)
+	require.ErrorContains(t, err, `"etcd" is none of kube-apiserver, kubelet, containerd, kube-proxy, coredns`)
 }
 
 // A daemon is told from every other process by its configuration file on
@@ -103,8 +157,19 @@ func TestRestartKnowsTheNodeDaemonsOnly(t *testing.T) {
 // one would match any process.
 func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 	n := newNode(testConfig(t))
-	for _, d := range []daemon{n.containerdDaemon(), n.kubeletDaemon(), n.kubeProxyDaemon(), n.coreDNSDaemon(), n.metricsServerDaemon(), n.registryDaemon()} {
+	daemons := n.allDaemons()
+	require.Len(t, daemons, 11, "status lists every daemon")
+	for _, d := range daemons {
 		t.Run(d.name, func(t *testing.T) {
+			// stop would kill another daemon that named this one's configuration
+			for _, other := range daemons {
+				if other.name == d.name {
+					continue
+				}
+				for _, a := range other.args {
+					assert.False(t, strings.HasSuffix(a, d.config), "%s's argument %s ends with %s's configuration", other.name, a, d.name)
+				}
+			}
 			require.NotEmpty(t, d.config)
 			assert.True(t, strings.HasPrefix(d.config, n.state+"/"), "below the state directory: %s", d.config)
 			named := false
@@ -115,4 +180,38 @@ func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 		})
 	}
 	assert.ErrorContains(t, n.stop(daemon{name: "nameless"}), "names no configuration file")
+}
+
+// The bootstrap objects follow the settings: as many simulated nodes and
+// volumes as asked, volumes below the state directory, the metrics API at
+// the node's address and port.
+func TestBootstrapYAML(t *testing.T) {
+	n := newNode(testConfig(t, func(lc *localcluster.Config) {
+		lc.Nodes, lc.PVs, lc.MetricsServerPort, lc.NodePodCIDR = 4, 2, 4999, "10.241.3.0/24"
+	}))
+	y := n.bootstrapYAML([]byte("the CA"))
+	docs := strings.Split(y, "\n---\n")
+	assert.Len(t, docs, 10+4+2, "fixed objects, nodes, volumes")
+	assert.Equal(t, 4, strings.Count(y, "kwok.x-k8s.io/node: fake"))
+	assert.Contains(t, y, "name: kwok-node-3\n")
+	assert.Contains(t, y, "topology.kubernetes.io/zone: zone-a\n", "the fourth node wraps round to the first zone")
+	assert.Contains(t, y, `hostPath: {path: "`+filepath.Join(n.state, "volumes", "pv-1")+`"`)
+	assert.NotContains(t, y, "local-pv-2")
+	assert.Contains(t, y, `endpoints: [{addresses: ["10.241.3.1"]}]`)
+	assert.Contains(t, y, "targetPort: 4999}")
+	assert.Contains(t, y, "caBundle: dGhlIENB\n")
+}
+
+// A port another process listens on is named before anything starts.
+func TestPortsFree(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	busy := l.Addr().(*net.TCPAddr).Port
+	c := testConfig(t, func(lc *localcluster.Config) { lc.KwokPort = busy })
+	// the other ports are the defaults, which a running local cluster holds
+	err = c.portsFree()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), strconv.Itoa(busy))
+	assert.Contains(t, err.Error(), "KWOK_PORT")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 )
 
 // kubeProxy makes Services answer on the node: ClusterIPs for Pods and this
@@ -84,7 +85,7 @@ func (n *node) coreDNS() action {
 			}}
 			return waitFor(ctx, 30*time.Second, "CoreDNS to resolve kubernetes.default.svc.cluster.local", func() error {
 				if err := n.checkAlive("coredns"); err != nil {
-					return stopWaiting{err}
+					return process.StopWaiting{Err: err}
 				}
 				ctx, cancel := context.WithTimeout(ctx, time.Second)
 				defer cancel()
@@ -118,7 +119,7 @@ func (n *node) metricsServer() action {
 			addr := net.JoinHostPort(n.gateway().String(), strconv.Itoa(n.metricsServerPort))
 			return waitFor(ctx, 30*time.Second, "metrics-server at "+addr, func() error {
 				if err := n.checkAlive("metrics-server"); err != nil {
-					return stopWaiting{err}
+					return process.StopWaiting{Err: err}
 				}
 				conn, err := net.DialTimeout("tcp", addr, time.Second)
 				if err != nil {
@@ -161,7 +162,7 @@ http:
 			}
 			if err := waitFor(ctx, 30*time.Second, "the image registry at "+n.registry(), func() error {
 				if err := n.checkAlive("image-registry"); err != nil {
-					return stopWaiting{err}
+					return process.StopWaiting{Err: err}
 				}
 				conn, err := net.DialTimeout("tcp", n.registry(), time.Second)
 				if err != nil {

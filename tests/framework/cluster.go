@@ -38,6 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
@@ -73,7 +75,7 @@ func EnsureCluster(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	keepInheritedFilesToOurselves()
+	process.KeepInheritedFilesToOurselves()
 	if _, err := runScript(ctx, root, "up", "--user", fmt.Sprint(os.Getpid())); err != nil {
 		return nil, err
 	}
@@ -180,16 +182,15 @@ func (c *Cluster) LogDir() string { return filepath.Join(c.root, ".cluster", "lo
 // of system:serviceaccount:kyma-system:serverless-manager (hack/cluster/audit-policy.yaml).
 func (c *Cluster) AuditLogPath() string { return filepath.Join(c.root, ".cluster", "audit.log") }
 
-// Setting returns a value hack/cluster.sh recorded for the running cluster:
-// NODES, PVS, APISERVER_PORT, ETCD_PORT, ... ("" when unknown).
+// Setting returns a setting of the running cluster by the name scripts use
+// (localcluster.Config.Settings: NODES, PVS, APISERVER_PORT, NODE_IP, ...;
+// "" when there is no cluster or no such setting).
 func (c *Cluster) Setting(name string) string {
-	data, _ := os.ReadFile(filepath.Join(c.root, ".cluster", "cluster.env"))
-	for _, line := range strings.Split(string(data), "\n") {
-		if value, ok := strings.CutPrefix(line, name+"="); ok {
-			return value
-		}
+	lc, err := localcluster.Read(filepath.Join(c.root, ".cluster"))
+	if err != nil {
+		return ""
 	}
-	return ""
+	return lc.Settings()[name]
 }
 
 // Namespace creates a namespace named <prefix>-<random> for one test and

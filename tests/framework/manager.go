@@ -100,7 +100,7 @@ func (p *Process) LogHas(s string) bool {
 		return false
 	}
 	log := string(data)
-	if i := strings.LastIndex(log, "=== "+p.spec.Name+" start #"); i >= 0 {
+	if i := strings.LastIndex(log, "=== "+p.Name()+" start #"); i >= 0 {
 		log = log[i:]
 	}
 	return strings.Contains(log, s)

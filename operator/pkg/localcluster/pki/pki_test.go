@@ -1,4 +1,4 @@
-package main
+package pki
 
 import (
 	"crypto/ecdsa"

@@ -1,12 +1,10 @@
-// Command certgen writes the PKI of the local cluster started by
-// hack/cluster.sh: a CA, the serving certificates of kube-apiserver and of
+// Package pki writes the PKI of the local cluster (hack/node's
+// certificates action): a CA, the serving certificates of kube-apiserver and of
 // the real node's kubelet, client certificates for the admin, the
 // control-plane and node components, and the key pair that signs
 // service-account tokens. All keys are ECDSA P-256, which every component
 // accepts and which is fast to generate.
-//
-// usage: go run ./hack/certgen -dir DIR -node-name NAME -node-ip IP
-package main
+package pki
 
 import (
 	"crypto/ecdsa"
@@ -15,7 +13,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"math/big"
 	"net"
@@ -29,7 +26,7 @@ const validity = 365 * 24 * time.Hour
 
 // serving names of the kube-apiserver: reachable from the host as 127.0.0.1
 // or localhost, from Pods at the node's address and by the in-cluster names
-// and the first service IP of the service range hack/cluster.sh configures
+// and the first service IP of the service range hack/node configures
 // (10.96.0.0/16).
 var (
 	servingIPs = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
@@ -56,29 +53,22 @@ var clients = []struct {
 	{"kwok", "kwok-controller", []string{"system:masters"}},
 	// The real node's parts; the built-in roles of kube-proxy and of the
 	// API server's calls to kubelets are bound to these users, CoreDNS's
-	// role is hack/cluster.sh's.
+	// role is among hack/node's bootstrap objects.
 	{"kube-proxy", "system:kube-proxy", nil},
 	{"kube-apiserver-kubelet-client", "kube-apiserver-kubelet-client", nil},
 	{"coredns", "system:coredns", nil},
 	// metrics-server reads nodes and Pods and calls kubelets' resource
-	// metrics; its role is hack/cluster.sh's.
+	// metrics; its role is among hack/node's bootstrap objects.
 	{"metrics-server", "system:metrics-server", nil},
 }
 
-func main() {
-	dir := flag.String("dir", "", "directory to write the certificates and keys into (created)")
-	name := flag.String("node-name", "", "name of the real node (its kubelet's identity)")
-	ip := flag.String("node-ip", "", "address of the real node (its kubelet's and, for Pods, the API server's)")
-	flag.Parse()
-	n := node{name: *name, ip: net.ParseIP(*ip)}
-	if *dir == "" || n.name == "" || n.ip == nil {
-		fmt.Fprintln(os.Stderr, "certgen: -dir, -node-name and -node-ip (an IP address) are required")
-		os.Exit(2)
+// Generate writes the PKI into dir (created) for the real node nodeName
+// at nodeIP.
+func Generate(dir, nodeName string, nodeIP net.IP, now time.Time) error {
+	if nodeName == "" || nodeIP == nil {
+		return fmt.Errorf("certificates need the node's name and IP address (got %q, %v)", nodeName, nodeIP)
 	}
-	if err := generate(*dir, n, time.Now()); err != nil {
-		fmt.Fprintln(os.Stderr, "certgen:", err)
-		os.Exit(1)
-	}
+	return generate(dir, node{name: nodeName, ip: nodeIP}, now)
 }
 
 func generate(dir string, n node, now time.Time) error {

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// bootstrapYAML is what the cluster needs beyond its defaults: the default
+// StorageClass, the RBAC of the parts that have no built-in binding (the API
+// server's calls to kubelets, CoreDNS, metrics-server), the metrics API
+// served by metrics-server on the node's address, the simulated nodes kwok
+// manages (selected by the kwok.x-k8s.io/node annotation) and a pool of
+// static volumes (scrubbed and handed back when released: Recycle, by a Pod
+// on the real node).
+func (n *node) bootstrapYAML(ca []byte) string {
+	gw := n.gateway().String()
+	metricsPort := strconv.Itoa(n.metricsServerPort)
+	docs := []string{`apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: Immediate`,
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kube-apiserver-kubelet-client
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:kubelet-api-admin}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: kube-apiserver-kubelet-client}`,
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:coredns
+rules:
+- apiGroups: [""]
+  resources: [services, pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]`,
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:coredns
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:coredns}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:coredns}`,
+		// metrics-server reads nodes and Pods, calls kubelets' resource
+		// metrics and asks the API server who may read the metrics API
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:metrics-server
+rules:
+- apiGroups: [""]
+  resources: [nodes/metrics]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [pods, nodes]
+  verbs: [get, list, watch]`,
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:metrics-server
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:metrics-server}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}`,
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: metrics-server:system:auth-delegator
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}`,
+		`apiVersion: v1
+kind: Service
+metadata:
+  name: metrics-server
+  namespace: kube-system
+spec:
+  ports: [{name: https, port: 443, targetPort: ` + metricsPort + `}]`,
+		`apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: metrics-server}
+addressType: IPv4
+ports: [{name: https, port: ` + metricsPort + `, protocol: TCP}]
+endpoints: [{addresses: ["` + gw + `"]}]`,
+		`apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {namespace: kube-system, name: metrics-server, port: 443}
+  caBundle: ` + base64.StdEncoding.EncodeToString(ca),
+	}
+	zones := []string{"a", "b", "c"}
+	for i := range n.nodes {
+		name := fmt.Sprintf("kwok-node-%d", i)
+		docs = append(docs, `apiVersion: v1
+kind: Node
+metadata:
+  name: `+name+`
+  annotations:
+    kwok.x-k8s.io/node: fake
+  labels:
+    `+labelType+`: kwok
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    kubernetes.io/hostname: `+name+`
+    topology.kubernetes.io/zone: zone-`+zones[i%len(zones)]+`
+status:
+  addresses: [{type: InternalIP, address: 10.0.0.`+strconv.Itoa(i+10)+`}, {type: Hostname, address: `+name+`}]
+  capacity: {cpu: "32", memory: 256Gi, pods: "110", ephemeral-storage: 500Gi}
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110", ephemeral-storage: 500Gi}`)
+	}
+	for i := range n.pvs {
+		docs = append(docs, `apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: local-pv-`+strconv.Itoa(i)+`
+  labels:
+    local.serverless.kyma-project.io/pool: static
+spec:
+  capacity: {storage: 100Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Recycle
+  storageClassName: standard
+  volumeMode: Filesystem
+  hostPath: {path: "`+n.volumeDir(i)+`", type: DirectoryOrCreate}`)
+	}
+	return strings.Join(docs, "\n---\n") + "\n"
+}

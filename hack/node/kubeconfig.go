@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster/pki"
+)
+
+// kubeconfigComponents are the components that reach the API server with a
+// client certificate of their own (pki's clients).
+var kubeconfigComponents = []string{"kube-controller-manager", "kube-scheduler", "kwok", "node", "kube-proxy", "coredns", "metrics-server"}
+
+// certificates writes the cluster's PKI and the kubeconfigs of the admin
+// and the components. Its down has nothing to do: they go with the state
+// directory.
+func (n *node) certificates() action {
+	return action{name: "certificates", up: func(context.Context) error {
+		if err := pki.Generate(filepath.Join(n.state, "pki"), n.name, n.gateway(), time.Now()); err != nil {
+			return err
+		}
+		if err := n.writeKubeconfig(filepath.Join(n.state, "kubeconfig"), "admin", ""); err != nil {
+			return err
+		}
+		for _, c := range kubeconfigComponents {
+			if err := n.writeKubeconfig(n.kubeconfig(c), c, ""); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+}
+
+// writeKubeconfig writes a kubeconfig for user: with the client
+// certificate pki/<user>.crt, or with token when one is given.
+func (n *node) writeKubeconfig(file, user, token string) error {
+	read := func(name string) (string, error) {
+		data, err := os.ReadFile(n.pki(name))
+		return base64.StdEncoding.EncodeToString(data), err
+	}
+	ca, err := read("ca.crt")
+	if err != nil {
+		return err
+	}
+	auth := "    token: " + token
+	if token == "" {
+		crt, err := read(user + ".crt")
+		if err != nil {
+			return err
+		}
+		key, err := read(user + ".key")
+		if err != nil {
+			return err
+		}
+		auth = "    client-certificate-data: " + crt + "\n    client-key-data: " + key
+	}
+	config := `apiVersion: v1
+kind: Config
+clusters:
+- name: serverless-local
+  cluster:
+    server: https://` + n.gateway().String() + `:` + strconv.Itoa(n.apiServerPort) + `
+    certificate-authority-data: ` + ca + `
+users:
+- name: ` + user + `
+  user:
+` + auth + `
+contexts:
+- name: ` + user + `@serverless-local
+  context:
+    cluster: serverless-local
+    user: ` + user + `
+current-context: ` + user + `@serverless-local
+`
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, []byte(config), 0o600)
+}
+
+// kubeconfigSA writes a kubeconfig of ServiceAccount ns/sa (a token valid
+// for a day) and returns its path.
+func (n *node) kubeconfigSA(ns, sa string) (string, error) {
+	out, err := n.kubectl("create", "token", sa, "-n", ns, "--duration=24h")
+	if err != nil {
+		return "", fmt.Errorf("a token for ServiceAccount %s/%s (is the cluster up? hack/cluster.sh status): %w", ns, sa, err)
+	}
+	file := n.kubeconfig("sa-" + ns + "-" + sa)
+	return file, n.writeKubeconfig(file, "system:serviceaccount:"+ns+":"+sa, strings.TrimSpace(string(out)))
+}

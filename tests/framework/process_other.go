@@ -1,9 +1,0 @@
-//go:build !linux
-
-package framework
-
-import "syscall"
-
-func sysProcAttr() *syscall.SysProcAttr { return nil }
-
-func keepInheritedFilesToOurselves() {}
