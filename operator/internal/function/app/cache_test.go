@@ -159,7 +159,7 @@ func TestCacheHoldsFunctionEndpointSlices(t *testing.T) {
 	fn := &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", UID: "u1"}}
 	fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](0)}
 	own := resources.FunctionLabels(fn)
-	own[discoveryv1.LabelServiceName], own[discoveryv1.LabelManagedBy] = "hello", "endpointslice-controller.k8s.io"
+	own[discoveryv1.LabelServiceName], own[discoveryv1.LabelManagedBy] = "hello", resources.ClusterSliceManager
 	for _, mode := range []config.Mode{config.ModeBuild, config.ModeBuildless} {
 		t.Run(string(mode), func(t *testing.T) {
 			opts, err := app.CacheOptions(&config.Config{BaseNamespace: "kyma-system", Mode: mode})
@@ -173,7 +173,7 @@ func TestCacheHoldsFunctionEndpointSlices(t *testing.T) {
 			require.NotNil(t, sel, "EndpointSlices cached by label")
 			assert.True(t, sel.Matches(labels.Set(resources.ActivatorSlice(fn, 20000, "", nil).Labels)), "ours")
 			assert.True(t, sel.Matches(labels.Set(own)), "the Function's Service's")
-			assert.False(t, sel.Matches(labels.Set{discoveryv1.LabelServiceName: "other", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}))
+			assert.False(t, sel.Matches(labels.Set{discoveryv1.LabelServiceName: "other", discoveryv1.LabelManagedBy: resources.ClusterSliceManager}))
 		})
 	}
 }

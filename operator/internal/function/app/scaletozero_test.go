@@ -21,7 +21,7 @@ import (
 
 // clusterSliceManager is the managed-by value of the cluster's EndpointSlice
 // controller, which envtest does not run: the test writes its slices.
-const clusterSliceManager = "endpointslice-controller.k8s.io"
+const clusterSliceManager = resources.ClusterSliceManager
 
 // activatorPods writes the activator Service's EndpointSlice in the module
 // namespace as the cluster's EndpointSlice controller would: its ready Pods.

@@ -263,7 +263,10 @@ func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service
 			return err
 		}
 		desired.Spec.Selector = nil
-		return r.keepService(ctx, p, desired)
+		if err := r.keepService(ctx, p, desired); err != nil || p.stop {
+			return err
+		}
+		return r.dropServiceSlices(ctx, p, desired.Name)
 	}
 	if parked(p) {
 		// No activator Pod is ready: dropping the selector would leave the
@@ -371,6 +374,25 @@ func (r *Reconciler) createSlice(ctx context.Context, p *pass, family discoveryv
 		return fmt.Errorf("creating EndpointSlice %s: %w", slice.Name, err)
 	}
 	p.endpointSlices = append(p.endpointSlices, *slice)
+	return nil
+}
+
+// dropServiceSlices deletes the slices the cluster's EndpointSlice
+// controller made for a parked Service. That controller leaves a Service
+// without selector alone, so they would keep the Pods' endpoints after the
+// Pods are gone: kube-proxy would send requests to addresses nobody has,
+// and the activator would take them for ready replicas. It makes them anew
+// when the selector comes back.
+func (r *Reconciler) dropServiceSlices(ctx context.Context, p *pass, service string) error {
+	for i := range p.endpointSlices {
+		s := &p.endpointSlices[i]
+		if s.Labels[discoveryv1.LabelServiceName] != service || s.Labels[discoveryv1.LabelManagedBy] != resources.ClusterSliceManager {
+			continue
+		}
+		if err := r.remove(ctx, s); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

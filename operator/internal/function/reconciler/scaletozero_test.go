@@ -107,7 +107,7 @@ func (s *scrapes) scrape(_ context.Context, addr string) (activator.Sample, erro
 func activatorServiceSlice(namespace string, addrs ...string) *discoveryv1.EndpointSlice {
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: module.ActivatorServiceName + "-x1", Namespace: namespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: module.ActivatorServiceName, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+			discoveryv1.LabelServiceName: module.ActivatorServiceName, discoveryv1.LabelManagedBy: resources.ClusterSliceManager}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
 	for _, a := range addrs {
@@ -187,7 +187,7 @@ func (f *fixture) ownSlice(t *testing.T, fn *v1alpha2.Function, ready bool, addr
 	t.Helper()
 	labels := resources.FunctionLabels(fn)
 	labels[discoveryv1.LabelServiceName] = fn.Name
-	labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+	labels[discoveryv1.LabelManagedBy] = resources.ClusterSliceManager
 	s := &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: fn.Name + "-own", Namespace: testNS, Labels: labels},
 		AddressType: discoveryv1.AddressTypeIPv4,
@@ -241,7 +241,7 @@ func TestScaleToZeroParksServesAndDrains(t *testing.T) {
 	f.reconcile(t, "hello")
 	assert.Len(t, addresses(f.activatorSlice(t, "hello")), 2, "a Pod that is not ready yet does not count")
 	require.NoError(t, f.client.DeleteAllOf(context.Background(), &discoveryv1.EndpointSlice{}, client.InNamespace(testNS),
-		client.MatchingLabels{discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}))
+		client.MatchingLabels{discoveryv1.LabelManagedBy: resources.ClusterSliceManager}))
 	f.ownSlice(t, fn, true, "10.1.0.5")
 	f.reconcile(t, "hello")
 	assert.Empty(t, addresses(f.activatorSlice(t, "hello")), "served by its Pods alone")
@@ -258,6 +258,10 @@ func TestScaleToZeroParksServesAndDrains(t *testing.T) {
 	assert.Equal(t, DefaultDrainSettle, next)
 	assert.Empty(t, f.service(t, "hello").Spec.Selector)
 	assert.Len(t, addresses(f.activatorSlice(t, "hello")), 2)
+	var own discoveryv1.EndpointSliceList
+	require.NoError(t, f.client.List(context.Background(), &own, client.InNamespace(testNS),
+		client.MatchingLabels{discoveryv1.LabelManagedBy: resources.ClusterSliceManager, discoveryv1.LabelServiceName: "hello"}))
+	assert.Empty(t, own.Items, "the cluster's slice, which it would no longer update, is deleted with the selector")
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "not parked when the pass began")
 	assert.Equal(t, DefaultDrainSettle, f.reconcile(t, "hello"), "the drain begins")
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "the settle time")
@@ -415,7 +419,7 @@ func TestSliceFunction(t *testing.T) {
 	own := func(fn *v1alpha2.Function) *discoveryv1.EndpointSlice {
 		labels := resources.FunctionLabels(fn)
 		labels[discoveryv1.LabelServiceName] = fn.Name
-		labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+		labels[discoveryv1.LabelManagedBy] = resources.ClusterSliceManager
 		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fn.Name + "-x", Namespace: testNS, Labels: labels}}
 	}
 	tests := []struct {

@@ -143,6 +143,11 @@ func endpointReady(ep discoveryv1.Endpoint) bool {
 	return ep.Conditions.Ready == nil || *ep.Conditions.Ready
 }
 
+// ClusterSliceManager is the endpointslice.kubernetes.io/managed-by value
+// of the slices the cluster's EndpointSlice controller makes for a Service
+// with a selector.
+const ClusterSliceManager = "endpointslice-controller.k8s.io"
+
 // ServiceHasReadyEndpoint reports whether the EndpointSlices of the
 // Service named service that the cluster's EndpointSlice controller made
 // (not ours) show a ready endpoint: the Function's Pods serve it.

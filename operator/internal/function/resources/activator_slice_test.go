@@ -159,7 +159,7 @@ func TestActivatorEndpoints(t *testing.T) {
 func TestServiceHasReadyEndpoint(t *testing.T) {
 	own := func(service string, eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice {
 		s := activatorSlice(discoveryv1.AddressTypeIPv4, eps...)
-		s.Labels = map[string]string{discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}
+		s.Labels = map[string]string{discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: ClusterSliceManager}
 		return s
 	}
 	ours := *ActivatorSlice(stzFunction(ptr.To[int32](0)), 20000, "", []discoveryv1.Endpoint{endpoint("10.0.0.1", nil)})
