@@ -53,6 +53,10 @@ import (
 // Scale to zero: the activator EndpointSlice of each such Function, and the
 // EndpointSlices of the Functions' and the activator's Services (read).
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;patch;delete
+// A parked Function's Service has no selector: the Endpoints object the
+// cluster kept for it is deleted with the slices mirrored from it
+// (scaletozero.go, dropServiceSlices).
+// +kubebuilder:rbac:groups="",resources=endpoints,verbs=delete
 
 // EventRecorder emits events about a Function (events.k8s.io recorder).
 type EventRecorder interface {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -377,16 +378,28 @@ func (r *Reconciler) createSlice(ctx context.Context, p *pass, family discoveryv
 	return nil
 }
 
-// dropServiceSlices deletes the slices the cluster's EndpointSlice
-// controller made for a parked Service. That controller leaves a Service
-// without selector alone, so they would keep the Pods' endpoints after the
-// Pods are gone: kube-proxy would send requests to addresses nobody has,
-// and the activator would take them for ready replicas. It makes them anew
-// when the selector comes back.
+// dropServiceSlices deletes what the cluster keeps of a parked Service's
+// Pods. Its controllers leave a Service without selector alone: the
+// EndpointSlice controller's slices and the Endpoints object (which the
+// mirroring controller then copies into slices of its own, as it does for
+// every Service without selector) would keep the Pods' addresses after the
+// Pods are gone, kube-proxy would send requests there, and the activator
+// would take them for ready replicas. Both are made anew when the selector
+// comes back.
 func (r *Reconciler) dropServiceSlices(ctx context.Context, p *pass, service string) error {
 	for i := range p.endpointSlices {
 		s := &p.endpointSlices[i]
-		if s.Labels[discoveryv1.LabelServiceName] != service || s.Labels[discoveryv1.LabelManagedBy] != resources.ClusterSliceManager {
+		if s.Labels[discoveryv1.LabelServiceName] != service {
+			continue
+		}
+		switch s.Labels[discoveryv1.LabelManagedBy] {
+		case resources.ClusterSliceManager:
+		case resources.MirroredSliceManager:
+			//nolint:staticcheck // Endpoints is what the mirroring copies from.
+			if err := r.remove(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: service}}); err != nil {
+				return err
+			}
+		default:
 			continue
 		}
 		if err := r.remove(ctx, s); err != nil {

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -251,17 +252,33 @@ func TestScaleToZeroParksServesAndDrains(t *testing.T) {
 	assert.Empty(t, f.writes.take(), "steady")
 
 	// Asked for zero: parked at once; the drain begins once the Service is
-	// parked, and the replicas stay for the settle time.
+	// parked, and the replicas stay for the settle time. What the cluster
+	// keeps of the Pods (its slices, the Endpoints object and the slices
+	// mirrored from it once the selector is gone) goes with the selector.
 	f.functionPod(t, fn, "hello-a", "10.1.0.5")
+	//nolint:staticcheck // the object the cluster's mirroring copies from
+	require.NoError(t, f.client.Create(context.Background(), &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: testNS}}))
+	mirrored := resources.FunctionLabels(fn)
+	mirrored[discoveryv1.LabelServiceName], mirrored[discoveryv1.LabelManagedBy] = "hello", resources.MirroredSliceManager
+	require.NoError(t, f.client.Create(context.Background(), &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "hello-mirrored", Namespace: testNS, Labels: mirrored},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.5"}}},
+	}))
+	f.writes.take()
 	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
 	next := f.reconcile(t, "hello")
 	assert.Equal(t, DefaultDrainSettle, next)
 	assert.Empty(t, f.service(t, "hello").Spec.Selector)
 	assert.Len(t, addresses(f.activatorSlice(t, "hello")), 2)
-	var own discoveryv1.EndpointSliceList
-	require.NoError(t, f.client.List(context.Background(), &own, client.InNamespace(testNS),
-		client.MatchingLabels{discoveryv1.LabelManagedBy: resources.ClusterSliceManager, discoveryv1.LabelServiceName: "hello"}))
-	assert.Empty(t, own.Items, "the cluster's slice, which it would no longer update, is deleted with the selector")
+	var kept discoveryv1.EndpointSliceList
+	require.NoError(t, f.client.List(context.Background(), &kept, client.InNamespace(testNS),
+		client.MatchingLabels{discoveryv1.LabelServiceName: "hello"}))
+	require.Len(t, kept.Items, 1, "only our slice is left")
+	assert.True(t, resources.IsActivatorSlice(&kept.Items[0]))
+	//nolint:staticcheck // the object the cluster's mirroring copies from
+	err := f.client.Get(context.Background(), types.NamespacedName{Namespace: testNS, Name: "hello"}, &corev1.Endpoints{})
+	assert.True(t, apierrors.IsNotFound(err), "the Endpoints object is deleted: %v", err)
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "not parked when the pass began")
 	assert.Equal(t, DefaultDrainSettle, f.reconcile(t, "hello"), "the drain begins")
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "the settle time")

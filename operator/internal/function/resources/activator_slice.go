@@ -148,6 +148,10 @@ func endpointReady(ep discoveryv1.Endpoint) bool {
 // with a selector.
 const ClusterSliceManager = "endpointslice-controller.k8s.io"
 
+// MirroredSliceManager is that label's value on the slices the cluster
+// copies from a Service's Endpoints object when the Service has no selector.
+const MirroredSliceManager = "endpointslicemirroring-controller.k8s.io"
+
 // ServiceHasReadyEndpoint reports whether the EndpointSlices of the
 // Service named service that the cluster's EndpointSlice controller made
 // (not ours) show a ready endpoint: the Function's Pods serve it.

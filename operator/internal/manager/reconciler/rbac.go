@@ -48,6 +48,7 @@ package reconciler
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=endpoints,verbs=delete
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/finalizers,verbs=update
 // +kubebuilder:rbac:groups=serverless.kyma-project.io,resources=functions/status,verbs=patch
