@@ -395,9 +395,13 @@ func (r *Reconciler) dropServiceSlices(ctx context.Context, p *pass, service str
 		switch s.Labels[discoveryv1.LabelManagedBy] {
 		case resources.ClusterSliceManager:
 		case resources.MirroredSliceManager:
+			// Deleted without waiting for the cache, which holds no
+			// Endpoints: the mirrored slice's deletion is what the next
+			// pass sees.
 			//nolint:staticcheck // Endpoints is what the mirroring copies from.
-			if err := r.remove(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: service}}); err != nil {
-				return err
+			ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: service}}
+			if err := r.client.Delete(ctx, ep); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting Endpoints %s: %w", service, err)
 			}
 		default:
 			continue
