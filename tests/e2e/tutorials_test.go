@@ -415,10 +415,11 @@ func (tu *tutorials) scaleToZero(t *testing.T, p docs.Page) {
 	objs := objects(t, p, ns)
 	fn := object(t, objs, "Function", name)
 	assert.Equal(t, "20s", fn.GetAnnotations()[v1alpha2.AnnotationScaleToZeroAfter], "the page's idle window")
-	minReplicas, found, err := unstructured.NestedInt64(fn.Object, "spec", "scaleConfig", "minReplicas")
+	// The page's YAML decodes numbers as float64.
+	minReplicas, found, err := unstructured.NestedFieldNoCopy(fn.Object, "spec", "scaleConfig", "minReplicas")
 	require.NoError(t, err)
 	require.True(t, found, "the page sets spec.scaleConfig.minReplicas")
-	require.Zero(t, minReplicas)
+	require.EqualValues(t, 0, minReplicas)
 	tu.apply(t, ns, objs...)
 	f := tu.f.in(t)
 	f.waitRunning(ns, name)
