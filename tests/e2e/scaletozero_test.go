@@ -92,14 +92,9 @@ func testFunctionScalesToZeroAndWakes(t *testing.T, f *fnEnv) {
 // version crashes at start: held requests end with a 503 that names the
 // reason instead of hanging, and the Function gets a Warning event.
 func testFunctionThatCannotStartAnswers503(t *testing.T, f *fnEnv) {
-	ctx := t.Context()
 	fnNS := f.cluster.Namespace(t, "zero-broken")
 	const name = "broken"
-	require.NoError(t, f.fcs.Create(ctx, sleepy(fnNS, name, "fine")))
-	f.waitRunning(fnNS, name)
-	dumps := append(f.dumpsFor(fnNS, name), f.dumpActivator())
-	f.cluster.WaitForAnswer(t, 2*time.Minute, fnNS, name, "/", func(b string) bool { return b == "fine" }, dumps...)
-	f.waitAtZero(fnNS, name, dumps...)
+	dumps := f.sleepingFunction(fnNS, name, "fine")
 
 	// A new version that exits as soon as it is loaded; at zero it is built
 	// but not started.
@@ -145,11 +140,7 @@ func testActivatorPodDeletedWhileHolding(t *testing.T, f *fnEnv) {
 	ctx := t.Context()
 	fnNS := f.cluster.Namespace(t, "zero-activator")
 	const name = "held"
-	require.NoError(t, f.fcs.Create(ctx, sleepy(fnNS, name, "held")))
-	f.waitRunning(fnNS, name)
-	dumps := append(f.dumpsFor(fnNS, name), f.dumpActivator())
-	f.cluster.WaitForAnswer(t, 2*time.Minute, fnNS, name, "/", func(b string) bool { return b == "held" }, dumps...)
-	f.waitAtZero(fnNS, name, dumps...)
+	dumps := f.sleepingFunction(fnNS, name, "held")
 
 	pods := f.activatorPods(ctx)
 	require.NotEmpty(t, pods, "activator Pods")
@@ -176,6 +167,19 @@ func testActivatorPodDeletedWhileHolding(t *testing.T, f *fnEnv) {
 	}
 	t.Logf("activator Pod %s deleted while 10 requests were held: %d answered 200", pods[0].Name, ok)
 	f.cluster.WaitForAnswer(t, 2*time.Minute, fnNS, name, "/", func(b string) bool { return b == "held" }, dumps...)
+}
+
+// sleepingFunction creates a sleepy Function in build mode, waits for its
+// answer and then for it to be at zero; it returns what to print when a
+// later wait on it fails.
+func (f *fnEnv) sleepingFunction(fnNS, name, greeting string) []func() string {
+	f.t.Helper()
+	require.NoError(f.t, f.fcs.Create(f.t.Context(), sleepy(fnNS, name, greeting)))
+	f.waitRunning(fnNS, name)
+	dumps := append(f.dumpsFor(fnNS, name), f.dumpActivator(), f.dumpSlices(fnNS))
+	f.cluster.WaitForAnswer(f.t, 2*time.Minute, fnNS, name, "/", func(b string) bool { return b == greeting }, dumps...)
+	f.waitAtZero(fnNS, name, dumps...)
+	return dumps
 }
 
 // answer is what one caller got.
