@@ -167,6 +167,12 @@ func TestScaleToZero(t *testing.T) {
 		e.edit(t, ns, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
 		e.waitRouting(t, ns, "hello", routing{hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}}, "parked")
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var own discoveryv1.EndpointSliceList
+			assert.NoError(c, e.c.List(ctx, &own, client.InNamespace(ns),
+				client.MatchingLabels{discoveryv1.LabelManagedBy: clusterSliceManager, discoveryv1.LabelServiceName: "hello"}))
+			assert.Empty(c, own.Items, "the cluster's slice of the parked Service, which it no longer updates, is deleted")
+		}, eventual, tick)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			deps := e.deployments(c, ns, "hello")
 			if assert.Len(c, deps, 1) {
 				assert.EqualValues(c, 0, ptr.Deref(deps[0].Spec.Replicas, 1), "the Deployment at zero")
@@ -189,6 +195,9 @@ func TestScaleToZero(t *testing.T) {
 		}, eventual, tick)
 		e.waitRouting(t, ns, "hello", routing{hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}}, "parked until a replica is ready")
 		e.readyDeployment(t, dep)
+		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}},
+			"the selector back; the Service's old slice went with the parking")
+		e.serviceSlice(t, ns, "hello", "10.1.0.9") // the cluster's EndpointSlice controller, for the new replica
 		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true}, "served again")
 		require.NoError(t, e.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, svc))
 		assert.Equal(t, clusterIP, svc.Spec.ClusterIP, "the Service kept throughout")
