@@ -51,7 +51,7 @@ test-unit: ## unit and envtest integration tests (UNIT_P=N: N packages at a time
 	@echo "test-unit: passed"
 
 test-e2e: build image ## end-to-end tests on the local cluster they start themselves (its real node runs the images of make image)
-	go test $(GO_TEST_FLAGS) -tags e2e -timeout 70m -p 1 -parallel 5 -v ./tests/...
+	go test $(GO_TEST_FLAGS) -tags e2e -timeout 70m -p 1 -parallel 7 -v ./tests/...
 
 run: ## local cluster + manager + default CR until Ready (the Function controller and registry as the chart's Pods), then prints how to create and call a Function and returns; the cluster keeps running (also after Ctrl-C, unless it was still starting) until make cluster-down
 	hack/run.sh

@@ -2,29 +2,41 @@
 
 package e2e
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestFunctionsSideBySide runs the tests that only create Functions, each in
-// namespaces of its own, side by side against one install of the module
-// (the small-cluster sample in build mode, its Pods on the real node), as
-// a cluster's users share one module; one of them also changes the log
-// level, which reaches the running controller without a restart. Tests that
-// otherwise change the module, restart its parts or count its controller's
-// work run alone, each with its own install.
+// namespaces of its own, and the tutorials that do (tutorialTests) side by
+// side against one install of the module (the small-cluster sample in build
+// mode, its Pods on the real node), as a cluster's users share one module;
+// one of them also changes the log level, which reaches the running
+// controller without a restart. Then, on the same install and one at a
+// time, come the tutorials that change the Serverless CR and restore it.
+// Tests that otherwise change the module, restart its parts or count its
+// controller's work run alone, each with its own install.
 func TestFunctionsSideBySide(t *testing.T) {
 	f := startFunctionController(t)
-	sideBySide(t,
-		subtest{"FunctionsBuildRunAndGo", func(t *testing.T) { testFunctionsBuildRunAndGo(t, f.in(t)) }},
-		subtest{"CloudEventsReachTheHandler", func(t *testing.T) { testCloudEventsReachTheHandler(t, f.in(t)) }},
-		subtest{"ServiceSelectsOnlyTheFunctionsPods", func(t *testing.T) { testServiceSelectsOnlyTheFunctionsPods(t, f.in(t)) }},
-		subtest{"FailingDependencyInstallKeepsThePreviousVersion", func(t *testing.T) { testFailingDependencyInstallKeepsThePreviousVersion(t, f.in(t)) }},
-		subtest{"GitFunctions", func(t *testing.T) { testGitFunctions(t, f.in(t)) }},
-		subtest{"FunctionSeesItsSecrets", func(t *testing.T) { testFunctionSeesItsSecrets(t, f.in(t)) }},
-		subtest{"CPUAutoscalingScalesOutAndBackIn", func(t *testing.T) { testCPUAutoscalingScalesOutAndBackIn(t, f.in(t)) }},
-		subtest{"FunctionScalesToZeroAndWakes", func(t *testing.T) { testFunctionScalesToZeroAndWakes(t, f.in(t)) }},
-		subtest{"FunctionThatCannotStartAnswers503", func(t *testing.T) { testFunctionThatCannotStartAnswers503(t, f.in(t)) }},
-		subtest{"ActivatorPodDeletedWhileHolding", func(t *testing.T) { testActivatorPodDeletedWhileHolding(t, f.in(t)) }},
-	)
+	tutorials, alone := tutorialTests(f)
+	// Longest first (about two minutes down to ten seconds), so that no
+	// long one starts last and runs alone at the end.
+	sideBySide(t, slices.Concat([]subtest{
+		{"CPUAutoscalingScalesOutAndBackIn", func(t *testing.T) { testCPUAutoscalingScalesOutAndBackIn(t, f.in(t)) }},
+		{"GitFunctions", func(t *testing.T) { testGitFunctions(t, f.in(t)) }},
+		{"FunctionsBuildRunAndGo", func(t *testing.T) { testFunctionsBuildRunAndGo(t, f.in(t)) }},
+		{"FunctionScalesToZeroAndWakes", func(t *testing.T) { testFunctionScalesToZeroAndWakes(t, f.in(t)) }},
+		{"FunctionThatCannotStartAnswers503", func(t *testing.T) { testFunctionThatCannotStartAnswers503(t, f.in(t)) }},
+		{"ActivatorPodDeletedWhileHolding", func(t *testing.T) { testActivatorPodDeletedWhileHolding(t, f.in(t)) }},
+	}, tutorials, []subtest{
+		{"FailingDependencyInstallKeepsThePreviousVersion", func(t *testing.T) { testFailingDependencyInstallKeepsThePreviousVersion(t, f.in(t)) }},
+		{"FunctionSeesItsSecrets", func(t *testing.T) { testFunctionSeesItsSecrets(t, f.in(t)) }},
+		{"ServiceSelectsOnlyTheFunctionsPods", func(t *testing.T) { testServiceSelectsOnlyTheFunctionsPods(t, f.in(t)) }},
+		{"CloudEventsReachTheHandler", func(t *testing.T) { testCloudEventsReachTheHandler(t, f.in(t)) }},
+	})...)
+	for _, s := range alone {
+		t.Run(s.name, s.run)
+	}
 }
 
 // subtest is a named part of a test.

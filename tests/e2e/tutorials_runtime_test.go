@@ -4,7 +4,8 @@ package e2e
 
 // The tutorials about what a Function's runtime gives it: environment
 // variables from ConfigMaps and Secrets, an image of its own, custom
-// traces, events it sends. TestTutorials (tutorials_test.go) runs them.
+// traces, events it sends. TestFunctionsSideBySide runs them
+// (tutorialTests in tutorials_test.go).
 // The local runtime images stand in for Kyma's: their event.tracer makes
 // spans that go nowhere, so the traces tutorial is checked up to the
 // Function answering, and event.emitCloudEvent posts to the Serverless

@@ -54,13 +54,16 @@ import (
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
-// tutorials is the module installed once for all tutorials.
+// tutorials is the install the tutorials are followed on.
 type tutorials struct{ f *fnEnv }
 
-// TestTutorials follows every tutorial; tests/docs checks that each page
-// of docs/user/tutorials is named here.
-func TestTutorials(t *testing.T) {
-	tu := &tutorials{f: startFunctionController(t)}
+// tutorialTests follows every tutorial on the install f (tests/docs checks
+// that each page of docs/user/tutorials is named here). Those in
+// sideBySide work in a namespace of their own and leave the Serverless CR
+// alone; those in alone change the CR (each restores it) and run one at a
+// time, with nothing else running.
+func tutorialTests(f *fnEnv) (sideBySide, alone []subtest) {
+	tu := &tutorials{f: f}
 	follow := func(page string, run func(t *testing.T, p docs.Page)) subtest {
 		return subtest{page, func(t *testing.T) {
 			p, err := docs.Read(docs.Tutorials + "/" + page)
@@ -68,32 +71,28 @@ func TestTutorials(t *testing.T) {
 			run(t, p)
 		}}
 	}
-	// Each of these works in a namespace of its own and leaves the
-	// Serverless CR alone.
-	sideBySide(t,
-		follow("01-10-create-inline-nodejs-function.md", tu.inlineNodejs),
-		follow("01-11-create-inline-python-function.md", tu.inlinePython),
-		follow("01-20-create-git-function.md", tu.gitFunction),
-		follow("01-30-use-private-npm-registry.md", tu.privateNPMRegistry),
-		follow("01-40-inject-secrets.md", tu.secrets),
-		follow("01-41-inject-environment-variables.md", tu.environmentVariables),
-		follow("01-50-scale-function.md", tu.scale),
+	// Longest first, as TestFunctionsSideBySide orders its subtests.
+	sideBySide = []subtest{
 		follow("01-51-scale-function-to-zero.md", tu.scaleToZero),
-		follow("01-80-expose-function.md", tu.expose),
-		follow("01-90-subscribe-to-events.md", tu.events),
-		follow("01-92-customize-function-traces.md", tu.customTraces),
-		follow("01-93-override-runtime-image.md", tu.overrideRuntimeImage),
 		follow("01-95-manage-functions-with-kyma-cli.md", tu.kymaCLI),
-	)
-	// These change the Serverless CR (each restores it): one at a time,
-	// with nothing else running.
-	for _, s := range []subtest{
+		follow("01-93-override-runtime-image.md", tu.overrideRuntimeImage),
+		follow("01-20-create-git-function.md", tu.gitFunction),
+		follow("01-92-customize-function-traces.md", tu.customTraces),
+		follow("01-41-inject-environment-variables.md", tu.environmentVariables),
+		follow("01-80-expose-function.md", tu.expose),
+		follow("01-50-scale-function.md", tu.scale),
+		follow("01-11-create-inline-python-function.md", tu.inlinePython),
+		follow("01-90-subscribe-to-events.md", tu.events),
+		follow("01-10-create-inline-nodejs-function.md", tu.inlineNodejs),
+		follow("01-40-inject-secrets.md", tu.secrets),
+		follow("01-30-use-private-npm-registry.md", tu.privateNPMRegistry),
+	}
+	alone = []subtest{
 		follow("01-60-switch-function-mode.md", tu.switchMode),
 		follow("01-70-use-external-registry.md", tu.externalRegistry),
 		follow("01-91-send-events.md", tu.sendEvents),
-	} {
-		t.Run(s.name, s.run)
 	}
+	return sideBySide, alone
 }
 
 // namespace is the tutorial's NAMESPACE: a new namespace whose Pods run on
