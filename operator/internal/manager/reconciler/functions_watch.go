@@ -2,8 +2,14 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 )
+
+// functionsWatchSync bounds the wait for a new Function watch to list the
+// Functions; an uninstall whose watch has not synced rechecks on time.
+const functionsWatchSync = 10 * time.Second
 
 // functionsWatch is the Function informer a blocked uninstall starts so the
 // deletion of the last Function resumes it at once. It exists only while
@@ -12,28 +18,37 @@ import (
 type functionsWatch struct {
 	mu     sync.Mutex
 	active bool
-	// start registers the watch (an informer in the manager's cache).
-	start func() error
+	// start registers the watch (an informer in the manager's cache) and
+	// returns how to wait until its handler has seen the Functions that
+	// exist: a Function deleted before that is never a delete event, so
+	// the caller counts again after a start.
+	start func() (waitForSync func(context.Context) error, err error)
 	// stop removes that informer from the cache.
 	stop func(ctx context.Context) error
 }
 
-// ensure starts the watch unless it runs; a failure leaves the uninstall
-// to its timed rechecks.
-func (w *functionsWatch) ensure() error {
+// ensure starts the watch unless it runs, and says whether this call
+// started it; a failure leaves the uninstall to its timed rechecks.
+func (w *functionsWatch) ensure() (started bool, err error) {
 	if w == nil {
-		return nil
+		return false, nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.active {
-		return nil
+		return false, nil
 	}
-	if err := w.start(); err != nil {
-		return err
+	waitForSync, err := w.start()
+	if err != nil {
+		return false, err
 	}
 	w.active = true
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), functionsWatchSync)
+	defer cancel()
+	if err := waitForSync(ctx); err != nil {
+		return false, fmt.Errorf("the Function watch has not synced: %w", err)
+	}
+	return true, nil
 }
 
 // release stops the watch when it runs.

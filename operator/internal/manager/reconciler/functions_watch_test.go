@@ -19,8 +19,11 @@ import (
 func countingWatch() (*functionsWatch, *int, *int) {
 	starts, stops := 0, 0
 	return &functionsWatch{
-		start: func() error { starts++; return nil },
-		stop:  func(context.Context) error { stops++; return nil },
+		start: func() (func(context.Context) error, error) {
+			starts++
+			return func(context.Context) error { return nil }, nil
+		},
+		stop: func(context.Context) error { stops++; return nil },
 	}, &starts, &stops
 }
 
@@ -30,20 +33,37 @@ func TestFunctionsWatchStartsOnceAndStops(t *testing.T) {
 	require.NoError(t, w.release(ctx))
 	assert.Zero(t, *stops, "nothing to stop before a start")
 
-	require.NoError(t, w.ensure())
-	require.NoError(t, w.ensure())
+	started, err := w.ensure()
+	require.NoError(t, err)
+	assert.True(t, started)
+	started, err = w.ensure()
+	require.NoError(t, err)
+	assert.False(t, started, "the second call finds it running")
 	assert.Equal(t, 1, *starts, "a blocked uninstall rechecking starts one informer")
 
 	require.NoError(t, w.release(ctx))
 	require.NoError(t, w.release(ctx))
 	assert.Equal(t, 1, *stops)
 
-	require.NoError(t, w.ensure())
+	_, err = w.ensure()
+	require.NoError(t, err)
 	assert.Equal(t, 2, *starts, "a later uninstall watches again")
 
-	failing := &functionsWatch{start: func() error { return errors.New("no CRD") }}
-	assert.Error(t, failing.ensure())
+	failing := &functionsWatch{start: func() (func(context.Context) error, error) { return nil, errors.New("no CRD") }}
+	_, err = failing.ensure()
+	assert.Error(t, err)
 	assert.NoError(t, failing.release(ctx), "a watch that never started is not stopped")
+
+	unsynced, _, stops2 := countingWatch()
+	unsynced.start = func() (func(context.Context) error, error) {
+		return func(context.Context) error { return errors.New("cache did not sync") }, nil
+	}
+	unsynced.stop = func(context.Context) error { *stops2++; return nil }
+	started, err = unsynced.ensure()
+	assert.ErrorContains(t, err, "has not synced")
+	assert.False(t, started, "not synced: the uninstall relies on its rechecks")
+	require.NoError(t, unsynced.release(ctx))
+	assert.Equal(t, 1, *stops2, "a watch that started but did not sync is stopped too")
 }
 
 // stateSeries records which CRs' state series exist.
@@ -63,7 +83,8 @@ func TestReconcileOfAGoneCRForgetsIt(t *testing.T) {
 	r := New(c, c, fakeLive{}, nil, nil, &countEvents{}, m, Options{Namespace: "kyma-system"})
 	w, _, stops := countingWatch()
 	r.functionsWatch = w
-	require.NoError(t, w.ensure())
+	_, err = w.ensure()
+	require.NoError(t, err)
 
 	_, err = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "kyma-system", Name: "default"}})
 	require.NoError(t, err)

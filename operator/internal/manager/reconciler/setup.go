@@ -72,8 +72,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	fn := &metav1.PartialObjectMetadata{}
 	fn.SetGroupVersionKind(functionListGVK.GroupVersion().WithKind("Function"))
 	r.functionsWatch = &functionsWatch{
-		start: func() error {
-			return c.Watch(source.Kind(mgr.GetCache(), client.Object(fn), toServerless, onlyDeletes()))
+		start: func() (func(context.Context) error, error) {
+			src := source.Kind(mgr.GetCache(), client.Object(fn), toServerless, onlyDeletes())
+			return src.WaitForSync, c.Watch(src)
 		},
 		stop: func(ctx context.Context) error { return mgr.GetCache().RemoveInformer(ctx, fn) },
 	}

@@ -43,8 +43,19 @@ func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) bool {
 	if inst.Count == 0 {
 		return true
 	}
-	if err := r.functionsWatch.ensure(); err != nil {
+	started, err := r.functionsWatch.ensure()
+	if err != nil {
 		s.log.Error(err, "watching Function deletions; relying on rechecks")
+	}
+	if started {
+		// The last Function may have gone between the count and the watch's
+		// start, which then has no deletion to report.
+		if again, err := apply.CountInstances(ctx, r.api, functionCRDName); err == nil {
+			inst = again
+		}
+		if inst.Count == 0 {
+			return true
+		}
 	}
 	s.cr.Status.State = v1alpha1.StateWarning
 	more := ""

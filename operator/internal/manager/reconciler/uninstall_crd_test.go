@@ -121,3 +121,29 @@ func TestUninstallChecksForFunctionsRightBeforeDeletingTheCRD(t *testing.T) {
 	assert.Contains(t, err.Error(), "keeping CustomResourceDefinition "+functionCRDName+": 1 of its objects exist ("+uninstallNS+"/late)")
 	assert.NoError(t, c.Get(ctx, client.ObjectKey{Name: functionCRDName}, &apiextensionsv1.CustomResourceDefinition{}), "the CRD stays")
 }
+
+// The last Function deleted between the guard's count and the start of
+// the watch is no delete event for that watch: the guard counts again
+// once the watch has started, and the uninstall goes on at once instead
+// of at the next recheck.
+func TestUninstallGoesOnWhenTheLastFunctionGoesBeforeItsWatchStarts(t *testing.T) {
+	t.Parallel() // its own API server
+	c, r, cr := uninstallEnvWith(t, []string{functionsCRDDir}, cacheMissing)
+	ctx := t.Context()
+	applyAsManager(t, c, crdGVK, "", functionCRDName)
+	fn := createFunction(t, c, uninstallNS, "last")
+	starts := 0
+	r.functionsWatch = &functionsWatch{
+		start: func() (func(context.Context) error, error) {
+			starts++
+			require.NoError(t, c.Delete(ctx, fn))
+			return func(context.Context) error { return nil }, nil
+		},
+		stop: func(context.Context) error { return nil },
+	}
+
+	s := &state{cr: cr, before: cr.Status.DeepCopy(), log: ctrl.LoggerFrom(ctx)}
+	assert.True(t, r.stepFunctionsGuard(ctx, s), "no Function is left: the uninstall goes on")
+	assert.Equal(t, 1, starts, "the guard had counted one Function and started the watch")
+	assert.Nil(t, meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionDeleted), "not held back")
+}
