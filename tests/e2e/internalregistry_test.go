@@ -16,6 +16,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -31,6 +32,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -170,7 +172,9 @@ func (r *internalRegistry) stored() (map[string][]string, error) {
 }
 
 // registryContents lists repository → digests the registry at address
-// holds by tag.
+// holds by tag. A clean-up round may delete while it lists: an image gone
+// between the listing and its look-up is left out, as a later listing
+// would.
 func registryContents(address string, opts ...remote.Option) (map[string][]string, error) {
 	reg, err := name.NewRegistry(address, name.Insecure)
 	if err != nil {
@@ -188,6 +192,10 @@ func registryContents(address string, opts ...remote.Option) (map[string][]strin
 		}
 		for _, tag := range tags {
 			desc, err := remote.Head(reg.Repo(repo).Tag(tag), opts...)
+			var gone *transport.Error
+			if errors.As(err, &gone) && gone.StatusCode == http.StatusNotFound {
+				continue // deleted since the listing: a clean-up round runs meanwhile
+			}
 			if err != nil {
 				return nil, err
 			}
