@@ -20,6 +20,9 @@ const (
 	// ManagedBy is the value of LabelManagedBy on every object the manager
 	// applies; uninstall and the manager's cache select by it.
 	ManagedBy = "serverless-manager"
+	// FunctionControllerLeaseName is the Lease the Function controller
+	// elects its one writer with (1.8.4's APP_LEADER_ELECTION_ID default).
+	FunctionControllerLeaseName = "serverless-controller-leader-election-helper"
 	// Finalizer keeps a Serverless CR until the module is uninstalled.
 	Finalizer = "operator.kyma-project.io/serverless-manager"
 	// DigestAnnotation carries the digest of the rendered object last applied.
@@ -93,6 +96,12 @@ func RegistryAgent() Identity {
 		Name: "registry-agent", Binary: "registry-agent", Package: "./operator/cmd/registry-agent",
 		HealthPort: 5002,
 	}
+}
+
+// Leases are the leader election Leases the module's Pods create in the
+// module namespace (the chart renders none); an uninstall removes them.
+func Leases() []string {
+	return []string{FunctionControllerLeaseName, ActivatorLeaseName}
 }
 
 // Binaries are every binary of the module, in build order; each has its

@@ -125,6 +125,7 @@ func chartEnvironment(namespace string) config.Config {
 	c := defaults()
 	c.BaseNamespace = namespace
 	c.ExcludedNamespaces = []string{namespace}
+	c.LeaderElectionEnabled = true // one writer, also while a replaced Pod still runs
 	c.ConfigMapRequeueDuration = 5 * time.Minute
 	c.SecretRequeueDuration = 5 * time.Minute
 	c.ServiceAccountRequeueDuration = 5 * time.Minute
@@ -210,7 +211,6 @@ func TestChartEnvironment(t *testing.T) {
 			},
 			want: func() config.Config {
 				c := chartEnvironment("serverless")
-				c.LeaderElectionEnabled = true
 				c.HealthzLivenessTimeout = 20 * time.Second
 				c.TargetCPUUtilizationPercentage = 70
 				c.FunctionReadyRequeueDuration = 90 * time.Second

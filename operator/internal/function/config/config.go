@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // Environment variables the controller reads. Names and code
@@ -147,7 +148,7 @@ const (
 	DefaultMetricsAddress                 = ":8080"
 	DefaultHealthzAddress                 = ":8090"
 	DefaultHealthzLivenessTimeout         = 10 * time.Second
-	DefaultLeaderElectionID               = "serverless-controller-leader-election-helper"
+	DefaultLeaderElectionID               = module.FunctionControllerLeaseName
 	DefaultLogConfigPath                  = "/appconfig/log-config.yaml"
 	DefaultBaseNamespace                  = "kyma-system"
 	DefaultRegistrySecretName             = "serverless-registry-config-default"

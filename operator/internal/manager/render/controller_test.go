@@ -151,10 +151,8 @@ func TestChartRolesAreTheGeneratedOnes(t *testing.T) {
 			assert.Equal(t, "serverless", binding.RoleRef.Name)
 			require.Len(t, binding.Subjects, 1)
 			assert.Equal(t, module.FunctionController().ServiceAccount, binding.Subjects[0].Name)
-			if v.name == "replicas" || v.name == "everything" {
-				leader := typed[rbacv1.Role](t, find(t, objs, "Role", "serverless-leader-election"))
-				assert.Equal(t, wantLeader.Rules, leader.Rules)
-			}
+			leader := typed[rbacv1.Role](t, find(t, objs, "Role", "serverless-leader-election"))
+			assert.Equal(t, wantLeader.Rules, leader.Rules)
 		})
 	}
 }
