@@ -27,6 +27,7 @@ import (
 var (
 	serverlessGVK = schema.GroupVersionKind{Group: "operator.kyma-project.io", Version: "v1alpha1", Kind: "Serverless"}
 	functionGVK   = schema.GroupVersionKind{Group: "serverless.kyma-project.io", Version: "v1alpha2", Kind: "Function"}
+	leaseGVK      = schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}
 )
 
 // moduleCRDs are the CRDs whose deletion a test may leave half done.
@@ -39,7 +40,7 @@ const ResetTimeout = 2 * time.Minute
 // ResetModule forces the cluster back to "module not installed", whatever
 // a test left (stopped managers first: nobody may write meanwhile): every
 // Serverless CR and Function goes, finalizers dropped, and so does every
-// object with the module labels; it then waits until none is left and no
+// object with the module labels and the module's Leases; it then waits until none is left and no
 // module CRD is still being deleted, so that the next test can install its
 // CRDs again. It returns what it had to remove ("" when the cluster was
 // clean, as after a passing test) and, on timeout, what it still saw.
@@ -103,6 +104,19 @@ func (c *Cluster) moduleLeftovers(ctx context.Context) ([]*metav1.PartialObjectM
 		for j := range list.Items {
 			o := &list.Items[j]
 			o.SetGroupVersionKind(gvk)
+			out = append(out, o)
+		}
+	}
+	// The module's Leases carry no labels: known by name. Left held by a
+	// Pod gone, one would keep the next test's leader waiting until it expires.
+	leases := &metav1.PartialObjectMetadataList{}
+	leases.SetGroupVersionKind(leaseGVK.GroupVersion().WithKind("LeaseList"))
+	if err := c.client.List(ctx, leases); err != nil {
+		return nil, fmt.Errorf("listing Leases: %w", err)
+	}
+	for j := range leases.Items {
+		if o := &leases.Items[j]; slices.Contains(module.Leases(), o.Name) {
+			o.SetGroupVersionKind(leaseGVK)
 			out = append(out, o)
 		}
 	}

@@ -32,7 +32,7 @@ func TestStepsOrder(t *testing.T) {
 		{name: "install", cr: &v1alpha1.Serverless{},
 			want: []string{"served", "scope", "paused", "inventory", "finalizer", "upstream", "configure", "render", "takeover", "apply", "takeover-cleanup", "registry-usage", "verify"}},
 		{name: "uninstall", cr: &v1alpha1.Serverless{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleting}},
-			want: []string{"confirm", "served", "scope", "inventory", "functions-guard", "delete-inventory", "delete-api-leftovers", "delete-copies", "leave-scope", "remove-finalizer"}},
+			want: []string{"confirm", "served", "scope", "inventory", "functions-guard", "delete-inventory", "delete-api-leftovers", "delete-copies", "delete-leases", "leave-scope", "remove-finalizer"}},
 	}
 	r, _ := newTestReconciler(fakeLive{}, &fakeRenderer{}, &fakeApplier{})
 	for _, tt := range tests {

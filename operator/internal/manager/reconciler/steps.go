@@ -30,6 +30,7 @@ func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 			{"delete-inventory", r.stepDeleteInventory},
 			{"delete-api-leftovers", r.stepDeleteAPILeftovers},
 			{"delete-copies", r.stepDeleteCopies},
+			{"delete-leases", r.stepDeleteLeases},
 			{"leave-scope", r.stepLeaveScope},
 			{"remove-finalizer", r.stepRemoveFinalizer},
 		}

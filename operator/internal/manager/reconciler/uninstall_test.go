@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -173,6 +175,29 @@ func TestUninstallDeletesTheRegistryRepositoriesRecord(t *testing.T) {
 
 	assert.Nil(t, reconcileUninstall(t, c, r, cr), "the finalizer goes")
 	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(record), &corev1.ConfigMap{})), "the record is deleted")
+}
+
+// A Pod that stopped after its Role went could not release its Lease; the
+// uninstall removes the module's Leases so that the next installation's
+// leaders start at once. Other Leases of the namespace stay.
+func TestUninstallDeletesTheModulesLeases(t *testing.T) {
+	t.Parallel() // its own API server
+	c, r, cr := uninstallEnv(t, cacheMissing)
+	ctx := t.Context()
+	var leases []*coordinationv1.Lease
+	for _, name := range []string{module.FunctionControllerLeaseName, module.ActivatorLeaseName, "someone-elses"} {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: uninstallNS, Name: name},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name + "-pod-gone"), LeaseDurationSeconds: ptr.To[int32](15)}}
+		require.NoError(t, c.Create(ctx, l))
+		leases = append(leases, l)
+	}
+	r.renderer = renders(t)
+
+	assert.Nil(t, reconcileUninstall(t, c, r, cr), "the finalizer goes")
+	for _, l := range leases[:2] {
+		assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(l), &coordinationv1.Lease{})), "Lease %s is deleted", l.Name)
+	}
+	assert.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(leases[2]), &coordinationv1.Lease{}), "a Lease not of the module stays")
 }
 
 // staleCR is a cache that has not seen the Serverless CR go: it still
