@@ -40,9 +40,9 @@ const ResetTimeout = 2 * time.Minute
 // ResetModule forces the cluster back to "module not installed", whatever
 // a test left (stopped managers first: nobody may write meanwhile): every
 // Serverless CR and Function goes, finalizers dropped, and so does every
-// object with the module labels and the module's Leases; it then waits until none is left and no
-// module CRD is still being deleted, so that the next test can install its
-// CRDs again. It returns what it had to remove ("" when the cluster was
+// object with the module labels and every Lease of the module; it then
+// waits until none is left and no module CRD is still being deleted, so
+// that the next test can install its CRDs again. It returns what it had to remove ("" when the cluster was
 // clean, as after a passing test) and, on timeout, what it still saw.
 //
 // It deletes by force what a test's uninstall did not remove; a test checks
