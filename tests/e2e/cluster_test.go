@@ -232,22 +232,6 @@ func TestPVCBindsAndItsVolumeIsReused(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "data"), []byte("the claim's"), 0o600))
 
-	// kube-controller-manager scrubs two hostPath volumes released at once
-	// with one shared Pod template (docs/contributor/local-cluster.md#volumes):
-	// the claim goes once the volume the last module test released is back.
-	framework.WaitFor(t, 2*time.Minute, "no other volume of the pool to be released", func(ctx context.Context) (bool, string, error) {
-		var pvs corev1.PersistentVolumeList
-		if err := c.Client().List(ctx, &pvs); err != nil {
-			return false, "", err
-		}
-		var busy []string
-		for _, v := range pvs.Items {
-			if v.Name != pv.Name && v.Status.Phase != corev1.VolumeAvailable && v.Status.Phase != corev1.VolumeBound {
-				busy = append(busy, fmt.Sprintf("%s %s", v.Name, v.Status.Phase))
-			}
-		}
-		return len(busy) == 0, strings.Join(busy, ", "), nil
-	}, framework.DumpEvents(c.Client(), "default"))
 	// the static volume goes back to the pool once the claim is gone,
 	// scrubbed by the recycler Pod on the real node
 	require.NoError(t, c.Client().Delete(t.Context(), pvc))
