@@ -42,8 +42,9 @@ const ResetTimeout = 2 * time.Minute
 // Serverless CR and Function goes, finalizers dropped, and so does every
 // object with the module labels and every Lease of the module; it then
 // waits until none is left and no module CRD is still being deleted, so
-// that the next test can install its CRDs again. It returns what it had to remove ("" when the cluster was
-// clean, as after a passing test) and, on timeout, what it still saw.
+// that the next test can install its CRDs again. It returns what it had to
+// remove ("" when the cluster was clean, as after a passing test) and, on
+// timeout, what it still saw.
 //
 // It deletes by force what a test's uninstall did not remove; a test checks
 // its own uninstall before calling it.
