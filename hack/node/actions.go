@@ -37,7 +37,6 @@ func (n *node) networkActions() []action {
 		n.sysctls(),
 		n.iptables(),
 		n.bridgeAction(),
-		n.recyclerTemplate(),
 	}
 }
 

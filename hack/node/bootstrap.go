@@ -12,8 +12,8 @@ import (
 // server's calls to kubelets, CoreDNS, metrics-server), the metrics API
 // served by metrics-server on the node's address, the simulated nodes kwok
 // manages (selected by the kwok.x-k8s.io/node annotation) and a pool of
-// static volumes (scrubbed and handed back when released: Recycle, by a Pod
-// on the real node).
+// static volumes (Retain: scrubbed and handed back when released by the
+// volume recycler, recycler.go).
 func (n *node) bootstrapYAML(ca []byte) string {
 	gw := n.gateway().String()
 	metricsPort := strconv.Itoa(n.metricsServerPort)
@@ -50,6 +50,23 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:coredns}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:coredns}`,
+		// the volume recycler watches the pool and clears a released
+		// volume's claim
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: serverless-local:volume-recycler
+rules:
+- apiGroups: [""]
+  resources: [persistentvolumes]
+  verbs: [get, list, watch, update]`,
+		`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: serverless-local:volume-recycler
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: serverless-local:volume-recycler}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: serverless-local:volume-recycler}`,
 		// metrics-server reads nodes and Pods, calls kubelets' resource
 		// metrics and asks the API server who may read the metrics API
 		`apiVersion: rbac.authorization.k8s.io/v1
@@ -131,11 +148,11 @@ kind: PersistentVolume
 metadata:
   name: local-pv-`+strconv.Itoa(i)+`
   labels:
-    local.serverless.kyma-project.io/pool: static
+    `+poolLabel+`: static
 spec:
   capacity: {storage: 100Gi}
   accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Recycle
+  persistentVolumeReclaimPolicy: Retain
   storageClassName: standard
   volumeMode: Filesystem
   hostPath: {path: "`+n.volumeDir(i)+`", type: DirectoryOrCreate}`)

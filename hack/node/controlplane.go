@@ -28,6 +28,7 @@ func (n *node) controlPlaneActions() []action {
 		n.daemonAction(n.schedulerDaemon(), nil),
 		n.kwok(),
 		n.bootstrapObjects(),
+		n.volumeRecycler(),
 	}
 }
 
@@ -123,7 +124,7 @@ func (n *node) waitForAPIServer(ctx context.Context) error {
 // controllerManagerDaemon lets HorizontalPodAutoscalers act within seconds
 // (every 5 s instead of 15, down after 30 s without a higher recommendation
 // instead of 5 minutes), so that tests see a Function scale out and back
-// in. Released volumes are scrubbed by the Pod of the recycler template.
+// in.
 func (n *node) controllerManagerDaemon() daemon {
 	kubeconfig := n.kubeconfig("kube-controller-manager")
 	return daemon{name: "kube-controller-manager", path: filepath.Join(n.assets, "kube-controller-manager"), config: kubeconfig, grace: 5 * time.Second, args: []string{
@@ -132,7 +133,6 @@ func (n *node) controllerManagerDaemon() daemon {
 		"--controllers=*,-nodeipam", "--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + n.pki("sa.key"), "--root-ca-file=" + n.pki("ca.crt"),
 		"--cluster-signing-cert-file=" + n.pki("ca.crt"), "--cluster-signing-key-file=" + n.pki("ca.key"),
-		"--pv-recycler-pod-template-filepath-hostpath=" + n.path("recycler-pod.yaml"),
 		"--horizontal-pod-autoscaler-sync-period=5s", "--horizontal-pod-autoscaler-downscale-stabilization=30s",
 		"--kube-api-qps=100", "--kube-api-burst=200",
 		"--kubeconfig=" + kubeconfig, // last: stop tells its process by it

@@ -17,7 +17,7 @@ import (
 )
 
 // pushNodeImages builds and pushes what the node needs before anything
-// else: the sandbox image and busybox (the volume recycler's).
+// else: the sandbox image and busybox (the shell the cluster tests run).
 func (n *node) pushNodeImages(ctx context.Context) error {
 	root, err := repo.Root()
 	if err != nil {

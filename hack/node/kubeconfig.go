@@ -15,7 +15,7 @@ import (
 
 // kubeconfigComponents are the components that reach the API server with a
 // client certificate of their own (pki's clients).
-var kubeconfigComponents = []string{"kube-controller-manager", "kube-scheduler", "kwok", "node", "kube-proxy", "coredns", "metrics-server"}
+var kubeconfigComponents = []string{"kube-controller-manager", "kube-scheduler", "kwok", "node", "kube-proxy", "coredns", "metrics-server", "volume-recycler"}
 
 // certificates writes the cluster's PKI and the kubeconfigs of the admin
 // and the components. Its down has nothing to do: they go with the state

@@ -23,6 +23,7 @@
 //	node insecure-registry HOST:PORT  lets the node pull from that registry over plain HTTP
 //	node restart kubelet|containerd|kube-proxy|coredns|metrics-server   stops it (SIGTERM, as a service restart does) and starts it again; Pods keep running
 //	node restart kube-apiserver  kills it (SIGKILL, as a crash would) and starts it again, with kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS
+//	node recycle-volumes KUBECONFIG  hands released volumes of the pool back, scrubbed (the volume-recycler daemon runs this)
 //	node state     prints what the node changes on this machine, one fact a line (to compare before and after)
 //	node kubeconfig-sa NS SA  writes a kubeconfig of ServiceAccount NS/SA, prints its path
 //	node status    every daemon's state, the API server's readiness, the nodes; fails when unhealthy
@@ -50,7 +51,7 @@ func main() {
 	fs := flag.NewFlagSet("node", flag.ExitOnError)
 	c.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: node start|kubeconfig-sa NS SA|status|healthy|write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server [flags]")
+		fmt.Fprintln(fs.Output(), "usage: node start|kubeconfig-sa NS SA|status|healthy|write-config|settings|setting NAME|network|control-plane|up|down|load|manager-env|insecure-registry HOST:PORT|restart kube-apiserver|kubelet|containerd|kube-proxy|coredns|metrics-server|recycle-volumes KUBECONFIG [flags]")
 		fs.PrintDefaults()
 	}
 	if len(os.Args) < 2 {
@@ -60,7 +61,7 @@ func main() {
 	cmd, args := os.Args[1], os.Args[2:]
 	var arg string
 	var arg2 string
-	if (cmd == "insecure-registry" || cmd == "restart" || cmd == "setting" || cmd == "kubeconfig-sa") && len(args) > 0 {
+	if (cmd == "insecure-registry" || cmd == "restart" || cmd == "setting" || cmd == "kubeconfig-sa" || cmd == "recycle-volumes") && len(args) > 0 {
 		arg, args = args[0], args[1:]
 	}
 	if cmd == "kubeconfig-sa" && len(args) > 0 {
@@ -95,6 +96,8 @@ func main() {
 		err = n.trustRegistry(arg)
 	case "restart":
 		err = n.restart(ctx, arg)
+	case "recycle-volumes":
+		err = n.recycleVolumes(ctx, arg)
 	case "state":
 		var lines []string
 		if lines, err = machineState(); err == nil {

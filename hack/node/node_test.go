@@ -158,7 +158,7 @@ func TestRestartKnowsItsDaemonsOnly(t *testing.T) {
 func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 	n := newNode(testConfig(t))
 	daemons := n.allDaemons()
-	require.Len(t, daemons, 11, "status lists every daemon")
+	require.Len(t, daemons, 12, "status lists every daemon")
 	for _, d := range daemons {
 		t.Run(d.name, func(t *testing.T) {
 			// stop would kill another daemon that named this one's configuration
@@ -191,12 +191,14 @@ func TestBootstrapYAML(t *testing.T) {
 	}))
 	y := n.bootstrapYAML([]byte("the CA"))
 	docs := strings.Split(y, "\n---\n")
-	assert.Len(t, docs, 10+4+2, "fixed objects, nodes, volumes")
+	assert.Len(t, docs, 12+4+2, "fixed objects, nodes, volumes")
 	assert.Equal(t, 4, strings.Count(y, "kwok.x-k8s.io/node: fake"))
 	assert.Contains(t, y, "name: kwok-node-3\n")
 	assert.Contains(t, y, "topology.kubernetes.io/zone: zone-a\n", "the fourth node wraps round to the first zone")
 	assert.Contains(t, y, `hostPath: {path: "`+filepath.Join(n.state, "volumes", "pv-1")+`"`)
 	assert.NotContains(t, y, "local-pv-2")
+	assert.Contains(t, y, "persistentVolumeReclaimPolicy: Retain\n", "the volume recycler hands volumes back, not kube-controller-manager")
+	assert.Contains(t, y, "- {apiGroup: rbac.authorization.k8s.io, kind: User, name: serverless-local:volume-recycler}", "bound to the user of the recycler's certificate (pki)")
 	assert.Contains(t, y, `endpoints: [{addresses: ["10.241.3.1"]}]`)
 	assert.Contains(t, y, "targetPort: 4999}")
 	assert.Contains(t, y, "caBundle: dGhlIENB\n")

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 )
 
@@ -179,37 +178,6 @@ http:
 		},
 		down: func(context.Context) error { return n.stop(n.registryDaemon()) },
 	}
-}
-
-// recyclerTemplate writes the Pod kube-controller-manager scrubs a released
-// hostPath volume with (its Recycle reclaim policy), from busybox: the
-// local cluster's volume pool is reused without one claim seeing another's
-// files. The Pod runs on the real node, where the volumes are.
-func (n *node) recyclerTemplate() action {
-	return action{name: "volume recycler", up: func(context.Context) error {
-		pod := `apiVersion: v1
-kind: Pod
-metadata:
-  generateName: pv-recycler-
-  namespace: default
-spec:
-  restartPolicy: Never
-  activeDeadlineSeconds: 60
-  volumes:
-  - name: vol
-  containers:
-  - name: pv-recycler
-    image: ` + localimage.Ref(n.registry(), localimage.Busybox) + `
-    command: ["/bin/sh", "-c", "test -e /scrub && rm -rf /scrub/..?* /scrub/.[!.]* /scrub/* && test -z \"$(ls -A /scrub)\" || exit 1"]
-    volumeMounts:
-    - name: vol
-      mountPath: /scrub
-`
-		if err := os.MkdirAll(n.dir(), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(n.path("recycler-pod.yaml"), []byte(pod), 0o644)
-	}}
 }
 
 func (n *node) kubeProxyDaemon() daemon {

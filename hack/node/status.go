@@ -17,7 +17,7 @@ import (
 // them.
 func (n *node) allDaemons() []daemon {
 	return []daemon{
-		n.etcdDaemon(), n.apiServerDaemon(), n.controllerManagerDaemon(), n.schedulerDaemon(), n.kwokDaemon(""),
+		n.etcdDaemon(), n.apiServerDaemon(), n.controllerManagerDaemon(), n.schedulerDaemon(), n.kwokDaemon(""), n.volumeRecyclerDaemon(),
 		n.registryDaemon(), n.containerdDaemon(), n.kubeletDaemon(), n.kubeProxyDaemon(), n.coreDNSDaemon(), n.metricsServerDaemon(),
 	}
 }

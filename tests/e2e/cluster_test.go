@@ -233,7 +233,7 @@ func TestPVCBindsAndItsVolumeIsReused(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "data"), []byte("the claim's"), 0o600))
 
 	// the static volume goes back to the pool once the claim is gone,
-	// scrubbed by the recycler Pod on the real node
+	// scrubbed by the local cluster's volume recycler (docs/contributor/local-cluster.md#volumes)
 	require.NoError(t, c.Client().Delete(t.Context(), pvc))
 	framework.WaitFor(t, 2*time.Minute, "PersistentVolume "+pv.Name+" to be Available again", func(ctx context.Context) (bool, string, error) {
 		var v corev1.PersistentVolume

@@ -60,6 +60,9 @@ var clients = []struct {
 	// metrics-server reads nodes and Pods and calls kubelets' resource
 	// metrics; its role is among hack/node's bootstrap objects.
 	{"metrics-server", "system:metrics-server", nil},
+	// hack/node's volume recycler hands the pool's released volumes back;
+	// its role is among hack/node's bootstrap objects.
+	{"volume-recycler", "serverless-local:volume-recycler", nil},
 }
 
 // Generate writes the PKI into dir (created) for the real node nodeName

@@ -27,7 +27,7 @@ func TestGenerate(t *testing.T) {
 	// every certificate matches its key and chains to the CA
 	for _, name := range []string{"apiserver", "admin", "kube-controller-manager", "kube-scheduler", "kwok",
 		"kubelet", "node", "kube-proxy", "kube-apiserver-kubelet-client", "coredns", "metrics-server", "metrics-server-serving",
-		"front-proxy-ca", "front-proxy-client"} {
+		"volume-recycler", "front-proxy-ca", "front-proxy-client"} {
 		_, err := tls.LoadX509KeyPair(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
 		require.NoError(t, err, name)
 	}
@@ -50,6 +50,7 @@ func TestGenerate(t *testing.T) {
 			{"node", "system:node:real-node", "system:nodes"},
 			{"kube-proxy", "system:kube-proxy", ""},
 			{"metrics-server", "system:metrics-server", ""},
+			{"volume-recycler", "serverless-local:volume-recycler", ""},
 		} {
 			cert := readCert(t, filepath.Join(dir, tc.file+".crt"))
 			_, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
