@@ -74,8 +74,8 @@ func NewScheme() (*runtime.Scheme, error) {
 // EndpointSlices are cached when labelled managed-by=function-controller:
 // the activator slices of scale-to-zero Functions and the slices the
 // cluster makes for their Services (it copies the Service's labels); the
-// activator Service's own slices are in a cache of their own
-// (activatorSliceCache).
+// slices of the module's own Services are in a cache of their own
+// (moduleSliceCache).
 //
 // In buildless mode only Functions, their Deployments, Services and
 // EndpointSlices, and the registry Secret of the base namespace (the registry clean-up) are
@@ -157,7 +157,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	rOpts := reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader(), Informers: mgr.GetCache(), DrainSettle: opts.DrainSettle}
-	if rOpts.ActivatorSlices, err = activatorSliceCache(mgr, opts.Config.BaseNamespace); err != nil {
+	if rOpts.ModuleSlices, err = moduleSliceCache(mgr, opts.Config.BaseNamespace); err != nil {
 		return nil, err
 	}
 	var slots *reconciler.BuildSlots
@@ -234,26 +234,27 @@ func packageConfigCache(mgr ctrl.Manager, name string) (cache.Cache, error) {
 	return c, nil
 }
 
-// activatorSliceCache holds the EndpointSlices of the activator's Service
-// (module.ActivatorServiceName in the module namespace): the addresses a
-// parked Function's slice lists. A cache of its own, as the main cache's
-// EndpointSlices are selected by another label in every namespace.
-func activatorSliceCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
+// moduleSliceCache holds the EndpointSlices of the module's own Services
+// that passes read (reconciler.ModuleSliceSelector, in the module
+// namespace). A cache of its own, as the main cache's EndpointSlices are
+// selected by another label in every namespace.
+func moduleSliceCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
+	sel, err := reconciler.ModuleSliceSelector()
+	if err != nil {
+		return nil, err
+	}
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&discoveryv1.EndpointSlice{}: {
-				Namespaces: map[string]cache.Config{namespace: {}},
-				Label:      labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: module.ActivatorServiceName}),
-			},
+			&discoveryv1.EndpointSlice{}: {Namespaces: map[string]cache.Config{namespace: {}}, Label: sel},
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating the activator EndpointSlice cache: %w", err)
+		return nil, fmt.Errorf("creating the module Services' EndpointSlice cache: %w", err)
 	}
 	if err := mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("adding the activator EndpointSlice cache: %w", err)
+		return nil, fmt.Errorf("adding the module Services' EndpointSlice cache: %w", err)
 	}
 	return c, nil
 }

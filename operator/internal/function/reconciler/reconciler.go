@@ -89,10 +89,11 @@ type Options struct {
 	// the cache then looks at the cached object without copying it (nil:
 	// a copy per look, through c).
 	Informers cache.Informers
-	// ActivatorSlices holds the EndpointSlices of the activator's Service
-	// in the module namespace; a change requeues every scale-to-zero
-	// Function (nil: they are read through c, and nothing watches them).
-	ActivatorSlices cache.Cache
+	// ModuleSlices holds the EndpointSlices of the module's own Services
+	// that passes read (ModuleSliceSelector, in the module namespace); a
+	// change requeues the Functions it concerns (nil: they are read
+	// through c, and nothing watches them).
+	ModuleSlices cache.Cache
 	// Scrape reads a replica's call counters during a drain (nil:
 	// HTTPScraper with http.DefaultTransport).
 	Scrape Scraper
@@ -129,15 +130,15 @@ type Reconciler struct {
 	started time.Time // when this process began reconciling (prerequisites grace)
 	git     gitDeps
 	// leftovers of build mode (buildless mode only; nil otherwise).
-	leftovers Leftovers
-	informers cache.Informers // nil: awaitCache reads through client
+	leftovers        Leftovers
+	informers        cache.Informers // nil: awaitCache reads through client
+	moduleSlices     client.Reader   // the EndpointSlices of the module's Services
+	moduleSliceWatch cache.Cache     // where they are watched (nil: not)
 	// Scale to zero.
-	activator      client.Reader // the activator Service's EndpointSlices
-	activatorWatch cache.Cache   // where they are watched (nil: not)
-	scrape         Scraper
-	settle         time.Duration
-	drains         *drains
-	ports          sync.Mutex // one activator port allocation at a time
+	scrape Scraper
+	settle time.Duration
+	drains *drains
+	ports  sync.Mutex // one activator port allocation at a time
 }
 
 // New returns a Reconciler for the configured mode. c must read from the
@@ -155,9 +156,9 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 	if opts.PackageConfigs == nil {
 		opts.PackageConfigs = c
 	}
-	var activatorSlices client.Reader = c
-	if opts.ActivatorSlices != nil {
-		activatorSlices = opts.ActivatorSlices
+	var moduleSlices client.Reader = c
+	if opts.ModuleSlices != nil {
+		moduleSlices = opts.ModuleSlices
 	}
 	if opts.Scrape == nil {
 		opts.Scrape = HTTPScraper(&http.Client{})
@@ -169,8 +170,8 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 		git:    gitDeps{resolver: opts.Git, checks: newGitChecks(), auth: buildAuth},
 		client: c, api: opts.API, pkgs: opts.PackageConfigs, events: events, metrics: metrics, slots: slots, retries: newRetries(),
 		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(), leftovers: opts.Leftovers,
-		informers: opts.Informers,
-		activator: activatorSlices, activatorWatch: opts.ActivatorSlices, scrape: opts.Scrape, settle: opts.DrainSettle, drains: newDrains(),
+		informers:    opts.Informers,
+		moduleSlices: moduleSlices, moduleSliceWatch: opts.ModuleSlices, scrape: opts.Scrape, settle: opts.DrainSettle, drains: newDrains(),
 	}
 	if opts.Config.Mode == config.ModeBuildless {
 		r.steps, r.git.auth = r.buildlessSteps(), buildlessAuth

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -48,10 +51,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *I
 		// Scale to zero: the activator slice and the Service's own slices
 		// (which carry the Service's labels, so the Function's name).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.sliceFunction))
-	if r.activatorWatch != nil {
-		// A change of the activator's Pods rewrites every parked slice.
-		b = b.WatchesRawSource(source.Kind(r.activatorWatch, client.Object(&discoveryv1.EndpointSlice{}),
-			handler.EnqueueRequestsFromMapFunc(r.scaleToZeroFunctions)))
+	if r.moduleSliceWatch != nil {
+		b = b.WatchesRawSource(source.Kind(r.moduleSliceWatch, client.Object(&discoveryv1.EndpointSlice{}),
+			handler.EnqueueRequestsFromMapFunc(r.moduleSliceFunctions)))
 	}
 	if r.cfg.Mode == config.ModeBuildless {
 		if r.leftovers != nil {
@@ -147,6 +149,48 @@ func (r *Reconciler) sliceFunction(ctx context.Context, o client.Object) []recon
 		return nil
 	}
 	return reqs
+}
+
+// moduleService is one of the module's own Services whose EndpointSlices
+// passes read (Options.ModuleSlices), with the Functions a change of them
+// concerns.
+type moduleService struct {
+	name      string
+	functions func(r *Reconciler, ctx context.Context, slice client.Object) []reconcile.Request
+}
+
+// moduleServices is the one list of them: it selects the slices cached
+// (ModuleSliceSelector) and maps their changes (moduleSliceFunctions).
+func moduleServices() []moduleService {
+	return []moduleService{
+		// A change of the activator's Pods rewrites every parked slice.
+		{module.ActivatorServiceName, (*Reconciler).scaleToZeroFunctions},
+	}
+}
+
+// ModuleSliceSelector selects the EndpointSlices of moduleServices (the
+// cache of Options.ModuleSlices holds them, in the module namespace).
+func ModuleSliceSelector() (labels.Selector, error) {
+	var names []string
+	for _, s := range moduleServices() {
+		names = append(names, s.name)
+	}
+	req, err := labels.NewRequirement(discoveryv1.LabelServiceName, selection.In, names)
+	if err != nil {
+		return nil, fmt.Errorf("selecting the EndpointSlices of %v: %w", names, err)
+	}
+	return labels.NewSelector().Add(*req), nil
+}
+
+// moduleSliceFunctions maps a change of a module Service's EndpointSlice
+// to the Functions it concerns.
+func (r *Reconciler) moduleSliceFunctions(ctx context.Context, o client.Object) []reconcile.Request {
+	for _, s := range moduleServices() {
+		if o.GetLabels()[discoveryv1.LabelServiceName] == s.name {
+			return s.functions(r, ctx, o)
+		}
+	}
+	return nil
 }
 
 // scaleToZeroFunctions are all Functions with scaleConfig.minReplicas 0.
