@@ -46,8 +46,8 @@ func (f *fnEnv) setAnswer(ns, name, answer string) {
 	})
 }
 
-// The internal registry's Pod deleted while it cannot come back (a quota
-// refuses new Pods in the module namespace): the build that needs it ends
+// The internal registry's Pod deleted during a build while it cannot come
+// back (a quota refuses new Pods in the module namespace): the build ends
 // with BuildReady=False naming the unreachable registry, the Function keeps
 // answering its previous version all along, and once the registry is back
 // the retry builds and the new version answers; the image pushed before is
@@ -65,13 +65,20 @@ func TestRegistryPodDeletedDuringABuild(t *testing.T) {
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
 	require.NoError(t, f.c.Create(ctx, quota))
 	t.Cleanup(func() { _ = f.c.Delete(context.Background(), quota) })
+	// The registry goes once the new build's Job exists: a build that would
+	// start without a ready registry waits for it instead of failing.
+	builds := f.jobs.count(fnNS, "fn")
+	f.setAnswer(fnNS, "fn", "v2")
+	framework.WaitFor(t, time.Minute, "the build Job of v2", func(context.Context) (bool, string, error) {
+		n := f.jobs.count(fnNS, "fn")
+		return n > builds, fmt.Sprintf("%d build Jobs, %d before the change", n, builds), nil
+	}, f.dumpsFor(fnNS, "fn")...)
 	registryLabels := map[string]string{"app": "docker-registry"}
 	var pods corev1.PodList
 	require.NoError(t, f.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(registryLabels)))
 	require.Len(t, pods.Items, 1, "the registry's Pod")
 	require.NoError(t, f.c.Delete(ctx, &pods.Items[0], client.GracePeriodSeconds(0)))
 
-	f.setAnswer(fnNS, "fn", "v2")
 	failed := f.waitFunction(fnNS, "fn", "to report the failed build", 3*time.Minute, func(fn *v1alpha2.Function) bool {
 		c := condition(fn, v1alpha2.ConditionBuildReady)
 		return c != nil && c.Status == corev1.ConditionFalse
