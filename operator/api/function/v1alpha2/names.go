@@ -91,7 +91,9 @@ const (
 	// ReasonFunctionConfigured (ConfigurationReady True): the source
 	// ConfigMap was already up to date (1.8.4 wrote True InvalidFunctionSpec).
 	ReasonFunctionConfigured = "FunctionConfigured"
-	// ReasonJobWaiting (BuildReady Unknown): all build slots are taken.
+	// ReasonJobWaiting (BuildReady Unknown): the build Job is not created
+	// yet: all build slots are taken, or the internal registry has no
+	// ready endpoint; the message says which.
 	ReasonJobWaiting = "JobWaiting"
 
 	// Release 1.13's (buildless mode).

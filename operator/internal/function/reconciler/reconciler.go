@@ -134,6 +134,7 @@ type Reconciler struct {
 	informers        cache.Informers // nil: awaitCache reads through client
 	moduleSlices     client.Reader   // the EndpointSlices of the module's Services
 	moduleSliceWatch cache.Cache     // where they are watched (nil: not)
+	registryWaits    *registryWaiters
 	// Scale to zero.
 	scrape Scraper
 	settle time.Duration
@@ -171,7 +172,7 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 		client: c, api: opts.API, pkgs: opts.PackageConfigs, events: events, metrics: metrics, slots: slots, retries: newRetries(),
 		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(), leftovers: opts.Leftovers,
 		informers:    opts.Informers,
-		moduleSlices: moduleSlices, moduleSliceWatch: opts.ModuleSlices, scrape: opts.Scrape, settle: opts.DrainSettle, drains: newDrains(),
+		moduleSlices: moduleSlices, moduleSliceWatch: opts.ModuleSlices, registryWaits: newRegistryWaiters(), scrape: opts.Scrape, settle: opts.DrainSettle, drains: newDrains(),
 	}
 	if opts.Config.Mode == config.ModeBuildless {
 		r.steps, r.git.auth = r.buildlessSteps(), buildlessAuth
@@ -276,6 +277,7 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 		r.leftovers.Forget(ctx, key)
 	}
 	r.retries.reset(key)
+	r.registryWaits.remove(key)
 	r.drains.forget(key)
 	r.git.checks.forget(key)
 }

@@ -430,12 +430,11 @@ func (r *Reconciler) dropSlices(ctx context.Context, p *pass, keep *discoveryv1.
 // activatorEndpoints are the ready activator Pods, from the EndpointSlices
 // of the activator's Service in the module namespace.
 func (r *Reconciler) activatorEndpoints(ctx context.Context) (discoveryv1.AddressType, []discoveryv1.Endpoint, error) {
-	var list discoveryv1.EndpointSliceList
-	if err := r.moduleSlices.List(ctx, &list, client.InNamespace(r.cfg.BaseNamespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: module.ActivatorServiceName}); err != nil {
-		return "", nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", r.cfg.BaseNamespace, module.ActivatorServiceName, err)
+	found, err := r.moduleServiceSlices(ctx, module.ActivatorServiceName)
+	if err != nil {
+		return "", nil, err
 	}
-	family, eps := resources.ActivatorEndpoints(list.Items)
+	family, eps := resources.ActivatorEndpoints(found)
 	return family, eps, nil
 }
 

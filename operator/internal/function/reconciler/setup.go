@@ -165,7 +165,21 @@ func moduleServices() []moduleService {
 	return []moduleService{
 		// A change of the activator's Pods rewrites every parked slice.
 		{module.ActivatorServiceName, (*Reconciler).scaleToZeroFunctions},
+		// A build waiting for the internal registry starts once it has a
+		// ready endpoint.
+		{module.RegistryServiceName, (*Reconciler).registryWaitingFunctions},
 	}
+}
+
+// moduleServiceSlices are the EndpointSlices of the module's Service
+// named service (one of moduleServices), in the module namespace.
+func (r *Reconciler) moduleServiceSlices(ctx context.Context, service string) ([]discoveryv1.EndpointSlice, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := r.moduleSlices.List(ctx, &list, client.InNamespace(r.cfg.BaseNamespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
+		return nil, fmt.Errorf("listing the EndpointSlices of Service %s/%s: %w", r.cfg.BaseNamespace, service, err)
+	}
+	return list.Items, nil
 }
 
 // ModuleSliceSelector selects the EndpointSlices of moduleServices (the
@@ -204,6 +218,17 @@ func (r *Reconciler) scaleToZeroFunctions(ctx context.Context, _ client.Object) 
 		if resources.ScaleToZero(&fns.Items[i]) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fns.Items[i])})
 		}
+	}
+	return reqs
+}
+
+// registryWaitingFunctions are the Functions whose build waits for the
+// internal registry (registryNotReady).
+func (r *Reconciler) registryWaitingFunctions(_ context.Context, _ client.Object) []reconcile.Request {
+	keys := r.registryWaits.take()
+	reqs := make([]reconcile.Request, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, reconcile.Request{NamespacedName: k})
 	}
 	return reqs
 }

@@ -6,17 +6,20 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/cleanup"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // AnnotationGeneration on a build Job records the Function generation it
@@ -97,6 +100,9 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	if err := r.packageConfig(ctx, p); err != nil {
 		return err
 	}
+	if wait, err := r.registryNotReady(ctx, p); err != nil || wait {
+		return err
+	}
 	if !p.in.Registry.Internal && r.cfg.RegistryCleanupExternal {
 		// The opt-in clean-up of an external registry touches only the
 		// repositories recorded as the module's: this one before it is pushed to.
@@ -125,6 +131,70 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 		fmt.Sprintf("Job %s created", job.Name), p.now)
 	p.buildReportIn = buildReportWait(p, p.now.Time)
 	return nil
+}
+
+// registryNotReady holds back a build that would push to the internal
+// registry while its Service has no ready endpoint (a registry re-created
+// by a mode switch or a reinstall, its Pod not ready yet): such a build
+// cannot push, fails, and costs the Function a backoff. BuildReady says
+// what the build waits for; a change of the registry's EndpointSlices
+// requeues the Function. A Job already running is left to end as it does.
+// External registries are never waited for.
+func (r *Reconciler) registryNotReady(ctx context.Context, p *pass) (bool, error) {
+	if !p.in.Registry.Internal {
+		return false, nil
+	}
+	// Before the read: a change the read does not see finds the Function
+	// among the waiting.
+	r.registryWaits.add(p.key)
+	found, err := r.moduleServiceSlices(ctx, module.RegistryServiceName)
+	if err != nil {
+		return false, err
+	}
+	if resources.ServiceHasReadyEndpoint(module.RegistryServiceName, found) {
+		r.registryWaits.remove(p.key)
+		return false, nil
+	}
+	r.slots.Leave(p.key)
+	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting,
+		fmt.Sprintf("waiting for the internal registry %s/%s to have a ready endpoint", r.cfg.BaseNamespace, module.RegistryServiceName), p.now)
+	return true, nil
+}
+
+// registryWaiters are the Functions whose build waits for the internal
+// registry. A change of the registry's EndpointSlices takes them all: each
+// pass adds its Function again while the wait lasts.
+type registryWaiters struct {
+	mu   sync.Mutex
+	keys map[types.NamespacedName]struct{}
+}
+
+func newRegistryWaiters() *registryWaiters {
+	return &registryWaiters{keys: map[types.NamespacedName]struct{}{}}
+}
+
+func (w *registryWaiters) add(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.keys[key] = struct{}{}
+}
+
+func (w *registryWaiters) remove(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.keys, key)
+}
+
+// take returns the waiting Functions and forgets them.
+func (w *registryWaiters) take() []types.NamespacedName {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(w.keys))
+	for k := range w.keys {
+		out = append(out, k)
+	}
+	clear(w.keys)
+	return out
 }
 
 // buildReportWait is how long a status whose only news is that a build Job

@@ -154,7 +154,8 @@ const MirroredSliceManager = "endpointslicemirroring-controller.k8s.io"
 
 // ServiceHasReadyEndpoint reports whether the EndpointSlices of the
 // Service named service that the cluster's EndpointSlice controller made
-// (not ours) show a ready endpoint: the Function's Pods serve it.
+// (not ours) show a ready endpoint: a ready Pod serves it (a Function's,
+// the internal registry's).
 func ServiceHasReadyEndpoint(service string, all []discoveryv1.EndpointSlice) bool {
 	for i := range all {
 		s := &all[i]
