@@ -27,13 +27,16 @@ func TestFunctionsSideBySide(t *testing.T) {
 		{"FunctionsBuildRunAndGo", func(t *testing.T) { testFunctionsBuildRunAndGo(t, f.in(t)) }},
 		{"FunctionScalesToZeroAndWakes", func(t *testing.T) { testFunctionScalesToZeroAndWakes(t, f.in(t)) }},
 		{"FunctionThatCannotStartAnswers503", func(t *testing.T) { testFunctionThatCannotStartAnswers503(t, f.in(t)) }},
-		{"ActivatorPodDeletedWhileHolding", func(t *testing.T) { testActivatorPodDeletedWhileHolding(t, f.in(t)) }},
 	}, tutorials, []subtest{
 		{"FailingDependencyInstallKeepsThePreviousVersion", func(t *testing.T) { testFailingDependencyInstallKeepsThePreviousVersion(t, f.in(t)) }},
 		{"FunctionSeesItsSecrets", func(t *testing.T) { testFunctionSeesItsSecrets(t, f.in(t)) }},
 		{"ServiceSelectsOnlyTheFunctionsPods", func(t *testing.T) { testServiceSelectsOnlyTheFunctionsPods(t, f.in(t)) }},
 		{"CloudEventsReachTheHandler", func(t *testing.T) { testCloudEventsReachTheHandler(t, f.in(t)) }},
 	})...)
+	// The activator Pod is shared: deleting it beside the other
+	// scale-to-zero tests makes their parked Functions refuse requests
+	// while its successor starts.
+	alone = append(alone, subtest{"ActivatorPodDeletedWhileHolding", func(t *testing.T) { testActivatorPodDeletedWhileHolding(t, f.in(t)) }})
 	for _, s := range alone {
 		t.Run(s.name, s.run)
 	}
