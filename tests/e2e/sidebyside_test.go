@@ -13,7 +13,8 @@ import (
 // mode, its Pods on the real node), as a cluster's users share one module;
 // one of them also changes the log level, which reaches the running
 // controller without a restart. Then, on the same install and one at a
-// time, come the tutorials that change the Serverless CR and restore it.
+// time, come the tutorials that change the Serverless CR and restore it,
+// and the test that deletes the activator's Pod.
 // Tests that otherwise change the module, restart its parts or count its
 // controller's work run alone, each with its own install.
 func TestFunctionsSideBySide(t *testing.T) {
