@@ -9,10 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
@@ -23,26 +21,7 @@ import (
 // as the cluster's EndpointSlice controller would; nil removes it.
 func (e *env) registryEndpoints(t *testing.T, eps []discoveryv1.Endpoint) {
 	t.Helper()
-	ctx := context.Background()
-	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: module.RegistryServiceName + "-abcde", Namespace: baseNS, Labels: map[string]string{
-			discoveryv1.LabelServiceName: module.RegistryServiceName, discoveryv1.LabelManagedBy: clusterSliceManager}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   eps,
-	}
-	live := &discoveryv1.EndpointSlice{}
-	err := e.c.Get(ctx, client.ObjectKeyFromObject(s), live)
-	switch {
-	case apierrors.IsNotFound(err) && eps != nil:
-		require.NoError(t, e.c.Create(ctx, s))
-	case err == nil && eps == nil:
-		require.NoError(t, e.c.Delete(ctx, live))
-	case err == nil:
-		live.Endpoints = eps
-		require.NoError(t, e.c.Update(ctx, live))
-	default:
-		require.True(t, apierrors.IsNotFound(err), "reading the registry's slice: %v", err)
-	}
+	e.moduleServiceSlice(t, module.RegistryServiceName, eps)
 }
 
 // registrySecret is the namespace's registry Secret, taken over by its user

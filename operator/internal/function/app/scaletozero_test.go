@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,22 +28,38 @@ const clusterSliceManager = resources.ClusterSliceManager
 // namespace as the cluster's EndpointSlice controller would: its ready Pods.
 func (e *env) activatorPods(t *testing.T, addrs ...string) {
 	t.Helper()
+	eps := []discoveryv1.Endpoint{}
+	for _, a := range addrs {
+		eps = append(eps, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	e.moduleServiceSlice(t, module.ActivatorServiceName, eps)
+}
+
+// moduleServiceSlice writes the EndpointSlice of the module's Service in
+// the module namespace as the cluster's EndpointSlice controller would;
+// nil endpoints remove it.
+func (e *env) moduleServiceSlice(t *testing.T, service string, eps []discoveryv1.Endpoint) {
+	t.Helper()
 	ctx := context.Background()
 	s := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: module.ActivatorServiceName + "-abcde", Namespace: baseNS, Labels: map[string]string{
-			discoveryv1.LabelServiceName: module.ActivatorServiceName, discoveryv1.LabelManagedBy: clusterSliceManager}},
+		ObjectMeta: metav1.ObjectMeta{Name: service + "-abcde", Namespace: baseNS, Labels: map[string]string{
+			discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: clusterSliceManager}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-	}
-	for _, a := range addrs {
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		Endpoints:   eps,
 	}
 	live := &discoveryv1.EndpointSlice{}
-	if err := e.c.Get(ctx, client.ObjectKeyFromObject(s), live); err == nil {
-		live.Endpoints = s.Endpoints
+	err := e.c.Get(ctx, client.ObjectKeyFromObject(s), live)
+	switch {
+	case apierrors.IsNotFound(err) && eps != nil:
+		require.NoError(t, e.c.Create(ctx, s))
+	case err == nil && eps == nil:
+		require.NoError(t, e.c.Delete(ctx, live))
+	case err == nil:
+		live.Endpoints = eps
 		require.NoError(t, e.c.Update(ctx, live))
-		return
+	default:
+		require.True(t, apierrors.IsNotFound(err), "reading the slice of %s: %v", service, err)
 	}
-	require.NoError(t, e.c.Create(ctx, s))
 }
 
 // serviceSlice writes the slice the cluster's EndpointSlice controller
