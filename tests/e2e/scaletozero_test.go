@@ -135,7 +135,10 @@ func testFunctionThatCannotStartAnswers503(t *testing.T, f *fnEnv) {
 
 // testActivatorPodDeletedWhileHolding: an activator Pod deleted while it
 // holds requests: every client gets the Function's answer or a 503 that
-// names the reason, and the next request is answered.
+// names the reason; every request sent while the Pod is replaced is
+// answered (the nodes route to the stopping Pod until they have followed
+// the parked slices' change: it must still listen); and the next request is
+// answered.
 func testActivatorPodDeletedWhileHolding(t *testing.T, f *fnEnv) {
 	ctx := t.Context()
 	fnNS := f.cluster.Namespace(t, "zero-activator")
@@ -151,6 +154,12 @@ func testActivatorPodDeletedWhileHolding(t *testing.T, f *fnEnv) {
 	// activator Pod while they are held.
 	time.Sleep(200 * time.Millisecond)
 	require.NoError(t, f.c.Delete(ctx, &pods[0]))
+	// The Function wakes within seconds; until then these go to the
+	// activator.
+	during := f.callSpread(fnNS, name, 30, 100*time.Millisecond)
+	for i, a := range during {
+		assert.Equal(t, http.StatusOK, a.status, "request %d sent while activator Pod %s was replaced: %s", i, pods[0].Name, a)
+	}
 	select {
 	case <-done:
 	case <-time.After(3 * time.Minute):
@@ -197,10 +206,20 @@ func (a answer) String() string {
 // callAtOnce sends n GET requests to the Function's Service at the same
 // moment and returns the answers, fastest first.
 func (f *fnEnv) callAtOnce(fnNS, name string, n int) []answer {
+	return f.callSpread(fnNS, name, n, 0)
+}
+
+// callSpread sends n GET requests to the Function's Service, one every
+// `every`, and returns the answers, fastest first; took counts from the
+// first request.
+func (f *fnEnv) callSpread(fnNS, name string, n int, every time.Duration) []answer {
 	answers := make([]answer, n)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range n {
+		if i > 0 && every > 0 {
+			time.Sleep(every)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

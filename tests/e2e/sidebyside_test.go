@@ -13,8 +13,7 @@ import (
 // mode, its Pods on the real node), as a cluster's users share one module;
 // one of them also changes the log level, which reaches the running
 // controller without a restart. Then, on the same install and one at a
-// time, come the tutorials that change the Serverless CR and restore it,
-// and the test that deletes the activator's Pod.
+// time, come the tutorials that change the Serverless CR and restore it.
 // Tests that otherwise change the module, restart its parts or count its
 // controller's work run alone, each with its own install.
 func TestFunctionsSideBySide(t *testing.T) {
@@ -28,16 +27,15 @@ func TestFunctionsSideBySide(t *testing.T) {
 		{"FunctionsBuildRunAndGo", func(t *testing.T) { testFunctionsBuildRunAndGo(t, f.in(t)) }},
 		{"FunctionScalesToZeroAndWakes", func(t *testing.T) { testFunctionScalesToZeroAndWakes(t, f.in(t)) }},
 		{"FunctionThatCannotStartAnswers503", func(t *testing.T) { testFunctionThatCannotStartAnswers503(t, f.in(t)) }},
+		// Deletes an activator Pod: the other scale-to-zero tests' parked
+		// Functions must keep answering meanwhile.
+		{"ActivatorPodDeletedWhileHolding", func(t *testing.T) { testActivatorPodDeletedWhileHolding(t, f.in(t)) }},
 	}, tutorials, []subtest{
 		{"FailingDependencyInstallKeepsThePreviousVersion", func(t *testing.T) { testFailingDependencyInstallKeepsThePreviousVersion(t, f.in(t)) }},
 		{"FunctionSeesItsSecrets", func(t *testing.T) { testFunctionSeesItsSecrets(t, f.in(t)) }},
 		{"ServiceSelectsOnlyTheFunctionsPods", func(t *testing.T) { testServiceSelectsOnlyTheFunctionsPods(t, f.in(t)) }},
 		{"CloudEventsReachTheHandler", func(t *testing.T) { testCloudEventsReachTheHandler(t, f.in(t)) }},
 	})...)
-	// The activator Pod is shared: deleting it beside the other
-	// scale-to-zero tests makes their parked Functions refuse requests
-	// while its successor starts.
-	alone = append(alone, subtest{"ActivatorPodDeletedWhileHolding", func(t *testing.T) { testActivatorPodDeletedWhileHolding(t, f.in(t)) }})
 	for _, s := range alone {
 		t.Run(s.name, s.run)
 	}

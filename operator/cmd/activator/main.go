@@ -34,10 +34,14 @@ const (
 	// EnvHoldTimeout bounds how long a request is held for a replica (a Go
 	// duration; default 1m).
 	EnvHoldTimeout = "ACTIVATOR_HOLD_TIMEOUT"
+	// EnvPodIP is the replica's Pod address (the downward API): a stopping
+	// replica serves until no EndpointSlice lists it.
+	EnvPodIP = "POD_IP"
 )
 
 type config struct {
 	namespace      string
+	address        string
 	holdTimeout    time.Duration
 	metricsAddr    string
 	probeAddr      string
@@ -58,10 +62,12 @@ func parse(args []string, lookup func(string) (string, bool), out io.Writer) (co
 		cfg.holdTimeout = d
 	}
 	cfg.namespace, _ = lookup(EnvNamespace)
+	cfg.address, _ = lookup(EnvPodIP)
 	flags := flag.NewFlagSet(id.Binary, flag.ContinueOnError)
 	flags.SetOutput(out)
 	flags.DurationVar(&cfg.holdTimeout, "hold-timeout", cfg.holdTimeout, "how long a request waits for a replica (env "+EnvHoldTimeout+")")
 	flags.StringVar(&cfg.namespace, "namespace", cfg.namespace, "namespace of the leader Lease (env "+EnvNamespace+")")
+	flags.StringVar(&cfg.address, "address", cfg.address, "this replica's Pod address; when stopping it serves until no EndpointSlice lists it (env "+EnvPodIP+")")
 	flags.StringVar(&cfg.metricsAddr, "metrics-bind-address", ":"+strconv.Itoa(id.MetricsPort), "metrics address")
 	flags.StringVar(&cfg.probeAddr, "health-probe-bind-address", ":"+strconv.Itoa(id.HealthPort), "probes address (/healthz, /readyz)")
 	flags.BoolVar(&cfg.leaderElection, "leader-elect", true, "elect a leader (Lease "+module.ActivatorLeaseName+") to scale idle Functions to zero")
@@ -130,9 +136,10 @@ func run(cfg config) error {
 		LeaderElectionNamespace:       cfg.namespace,
 		LeaderElectionResourceLock:    "leases",
 		LeaderElectionReleaseOnCancel: true,
-		// Held requests are answered within the hold timeout; the Pod's
-		// termination grace period is longer.
-		GracefulShutdownTimeout: ptrTo(cfg.holdTimeout + 5*time.Second),
+		// A stopping replica serves while EndpointSlices list it, then
+		// answers what it holds within the hold timeout; the Pod's
+		// termination grace period is longer than both.
+		GracefulShutdownTimeout: ptrTo(activator.DefaultLeave + cfg.holdTimeout + 5*time.Second),
 		Client:                  client.Options{FieldOwner: id.Name},
 	})
 	if err != nil {
@@ -140,6 +147,7 @@ func run(cfg config) error {
 	}
 	if err := activator.Setup(ctx, mgr, activator.AppOptions{
 		HoldTimeout: cfg.holdTimeout, Metrics: crmetrics.Registry, Events: mgr.GetEventRecorder(id.Name),
+		Address: cfg.address,
 	}); err != nil {
 		return err
 	}
@@ -154,7 +162,7 @@ func run(cfg config) error {
 	}); err != nil {
 		return err
 	}
-	logger.Info("starting", "namespace", cfg.namespace, "holdTimeout", cfg.holdTimeout.String(), "leaderElection", cfg.leaderElection)
+	logger.Info("starting", "namespace", cfg.namespace, "address", cfg.address, "holdTimeout", cfg.holdTimeout.String(), "leaderElection", cfg.leaderElection)
 	return mgr.Start(ctx)
 }
 

@@ -18,8 +18,8 @@ func TestParse(t *testing.T) {
 		want    config
 		wantErr string
 	}{
-		{name: "the chart's environment", env: map[string]string{EnvNamespace: "kyma-system", EnvHoldTimeout: "90s"},
-			want: config{namespace: "kyma-system", holdTimeout: 90 * time.Second, metricsAddr: ":8080", probeAddr: ":8081",
+		{name: "the chart's environment", env: map[string]string{EnvNamespace: "kyma-system", EnvHoldTimeout: "90s", EnvPodIP: "10.22.0.7"},
+			want: config{namespace: "kyma-system", address: "10.22.0.7", holdTimeout: 90 * time.Second, metricsAddr: ":8080", probeAddr: ":8081",
 				leaderElection: true, logLevel: "info", logFormat: "json"}},
 		{name: "defaults: a minute's hold", env: map[string]string{EnvNamespace: "ns"},
 			want: config{namespace: "ns", holdTimeout: time.Minute, metricsAddr: ":8080", probeAddr: ":8081",
@@ -59,4 +59,5 @@ func TestHelpNamesTheEnvironment(t *testing.T) {
 	require.ErrorIs(t, err, flag.ErrHelp)
 	assert.Contains(t, out.String(), EnvHoldTimeout)
 	assert.Contains(t, out.String(), EnvNamespace)
+	assert.Contains(t, out.String(), EnvPodIP)
 }

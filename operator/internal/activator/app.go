@@ -34,6 +34,8 @@ type AppOptions struct {
 	Metrics prometheus.Registerer
 	// Events records failed wakes.
 	Events EventRecorder
+	// Address is the replica's Pod address (Listeners.Address).
+	Address string
 }
 
 // Setup adds the activator to mgr: the listeners and Holder on every
@@ -51,9 +53,13 @@ func Setup(ctx context.Context, mgr manager.Manager, opts AppOptions) error {
 		Cache: mgr.GetCache(), Handler: holder.Handler, Log: log.WithName("listeners"),
 		Reserved:        []int{id.MetricsPort, id.HealthPort},
 		ShutdownTimeout: opts.HoldTimeout,
+		Address:         opts.Address,
 	}
 	if err := mgr.Add(listeners); err != nil {
 		return fmt.Errorf("adding the listeners: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("listeners", listeners.Ready); err != nil {
+		return fmt.Errorf("adding the listeners' readiness check: %w", err)
 	}
 	loop, err := NewScaleDowns(ScaleDowns{Cache: mgr.GetCache(), Client: mgr.GetClient(), Kube: kube,
 		Log: log.WithName("scale-down")}, opts.Metrics)

@@ -231,6 +231,7 @@ func TestCluster(t *testing.T) {
 	t.Run("Waker", func(t *testing.T) { testWaker(t, k) })
 	t.Run("Replicas", func(t *testing.T) { testReplicas(t, k) })
 	t.Run("Listeners", func(t *testing.T) { testListeners(t, k) })
+	t.Run("ListenersOfAStoppingReplica", func(t *testing.T) { testListenersOfAStoppingReplica(t, k) })
 	t.Run("ScaleDowns", func(t *testing.T) { testScaleDowns(t, k) })
 	t.Run("FailureRecorder", func(t *testing.T) { testFailureRecorder(t, k) })
 }
@@ -474,6 +475,95 @@ func testListeners(t *testing.T, k *cluster) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listeners did not stop within 10s of their context")
 	}
+}
+
+// testListenersOfAStoppingReplica: a replica whose address a slice of ours
+// lists keeps serving after it was told to stop, until the slice drops the
+// address and the settle time passed; one no slice lists stops at once;
+// one still listed stops after its bound.
+func testListenersOfAStoppingReplica(t *testing.T, k *cluster) {
+	ns := k.namespace(t, "leaving")
+	// Addresses no other subtest puts in a slice.
+	const self, other, unlisted = "192.0.2.7", "192.0.2.8", "192.0.2.9"
+	port := freePort(t)
+	slice := k.slice(t, ns, "parked-activator", "parked", true, port, endpoint{ip: self}, endpoint{ip: other})
+	get := func() string {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(int(port)) + "/") //nolint:gosec // test URL
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	// start runs a replica with address; it returns its cancel and a
+	// channel closed when Start returned.
+	start := func(address string, leave time.Duration) (*Listeners, context.CancelFunc, chan struct{}) {
+		l := &Listeners{
+			Cache: k.cache, Log: testr.New(t), Host: "127.0.0.1", ShutdownTimeout: time.Second,
+			Address: address, Settle: 500 * time.Millisecond, Leave: leave,
+			Handler: func(fn types.NamespacedName) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, fn.String()) })
+			},
+		}
+		require.Error(t, l.Ready(nil), "ready before the listeners opened their ports")
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		require.NoError(t, Notify(ctx, k.cache, &Kube{Cache: k.cache, Client: k.c}, l))
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			_ = l.Start(ctx)
+		}()
+		eventually(t, "the replica serves the parked Function", func() (bool, string) {
+			got := get()
+			return got == ns+"/parked" && l.Ready(nil) == nil, got
+		})
+		return l, cancel, stopped
+	}
+	stopsWithin := func(stopped chan struct{}, d time.Duration, what string) time.Duration {
+		t.Helper()
+		begin := time.Now()
+		select {
+		case <-stopped:
+			return time.Since(begin)
+		case <-time.After(d):
+			t.Fatalf("%s: still listening after %s; the port answers %q", what, d, get())
+			return 0
+		}
+	}
+
+	t.Run("no slice lists it: stops at once", func(t *testing.T) {
+		_, cancel, stopped := start(unlisted, 20*time.Second)
+		cancel()
+		stopsWithin(stopped, 5*time.Second, "a replica no slice lists")
+	})
+
+	t.Run("listed: serves until the slice drops it and the nodes settled", func(t *testing.T) {
+		_, cancel, stopped := start(self, 20*time.Second)
+		cancel()
+		time.Sleep(time.Second)
+		require.Equal(t, ns+"/parked", get(), "a stopping replica that a slice lists still answers")
+		select {
+		case <-stopped:
+			t.Fatal("stopped while a slice lists the replica")
+		default:
+		}
+		fresh := &discoveryv1.EndpointSlice{}
+		require.NoError(t, k.c.Get(context.Background(), client.ObjectKeyFromObject(slice), fresh))
+		fresh.Endpoints = fresh.Endpoints[1:]
+		require.NoError(t, k.c.Update(context.Background(), fresh))
+		took := stopsWithin(stopped, 10*time.Second, "a replica the slice dropped")
+		assert.GreaterOrEqual(t, took, 500*time.Millisecond, "serves for the settle time after the slice dropped it")
+		assert.Contains(t, get(), "connection refused", "the port is closed once it stopped")
+	})
+
+	t.Run("still listed: stops after its bound", func(t *testing.T) {
+		_, cancel, stopped := start(other, 2*time.Second)
+		cancel()
+		took := stopsWithin(stopped, 10*time.Second, "a replica past its bound")
+		assert.GreaterOrEqual(t, took, 1500*time.Millisecond, "serves until its bound")
+	})
 }
 
 // replicaMetrics is a replica's /metrics with a call counter the test sets.

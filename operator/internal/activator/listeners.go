@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -21,6 +22,11 @@ import (
 
 // SlicePortName is the name of the one port of our EndpointSlices.
 const SlicePortName = "http"
+
+// DefaultLeave bounds how long a stopping replica keeps listening while
+// EndpointSlices list it: the controller rewrites them within a second or
+// two, then the nodes get module.EndpointSettle.
+const DefaultLeave = 30 * time.Second
 
 // Listeners keeps one HTTP listener per port of the activator's
 // EndpointSlices, each serving Handler(<slice namespace>/<service name>):
@@ -41,11 +47,22 @@ type Listeners struct {
 	// ShutdownTimeout bounds how long requests in flight are waited for
 	// when the activator stops.
 	ShutdownTimeout time.Duration
+	// Address is this replica's Pod address. The nodes send connections
+	// here for as long as a slice of ours lists it, so a stopping replica
+	// keeps listening until none does and the nodes have had Settle to
+	// follow (Leave bounds the whole). Nothing is awaited when empty.
+	Address string
+	// Settle is module.EndpointSettle if zero.
+	Settle time.Duration
+	// Leave bounds how long a stopping replica keeps listening;
+	// DefaultLeave if zero.
+	Leave time.Duration
 
 	mu      sync.Mutex
 	open    map[int32]*listener
 	kick    chan struct{}
 	refused map[int32]string
+	synced  bool
 }
 
 type listener struct {
@@ -87,12 +104,99 @@ func (l *Listeners) Start(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			l.leave(kick)
 			l.closeAll()
 			return nil
 		case <-kick:
 		case <-time.After(resync):
 		}
 	}
+}
+
+// Ready is a readiness check: a replica is ready once it listens on the
+// ports of the slices it found, so that the Function controller lists its
+// address only where it answers.
+func (l *Listeners) Ready(*http.Request) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.synced {
+		return errors.New("the listeners have not opened the activator's ports yet")
+	}
+	return nil
+}
+
+// leave returns once no slice of ours lists Address and the nodes have had
+// Settle to follow, or after Leave: until then connections still arrive
+// here, and a closed port would refuse them. A replica no slice listed
+// returns at once.
+func (l *Listeners) leave(kick <-chan struct{}) {
+	if l.Address == "" {
+		return
+	}
+	bound, settle := l.Leave, l.Settle
+	if bound <= 0 {
+		bound = DefaultLeave
+	}
+	if settle <= 0 {
+		settle = module.EndpointSettle
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	wasListed := false
+	for {
+		listed, err := l.listed(ctx)
+		switch {
+		case err != nil:
+			l.Log.Error(err, "stopping: listing the activator's EndpointSlices")
+		case len(listed) == 0 && !wasListed:
+			return
+		case len(listed) == 0:
+			l.Log.Info("stopping: no EndpointSlice lists this replica any more; serving while the nodes follow", "address", l.Address, "settle", settle.String())
+			select {
+			case <-ctx.Done():
+			case <-time.After(settle):
+			}
+			return
+		case !wasListed:
+			wasListed = true
+			l.Log.Info("stopping: serving while EndpointSlices list this replica", "address", l.Address, "slices", len(listed))
+		}
+		select {
+		case <-ctx.Done():
+			l.Log.Info("stopping: EndpointSlices still list this replica; closing its ports", "address", l.Address, "after", bound.String(), "slices", listed)
+			return
+		case <-kick:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// listed names the slices of ours that list Address.
+func (l *Listeners) listed(ctx context.Context) ([]string, error) {
+	list, err := l.ours(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if slices.Contains(e.Addresses, l.Address) {
+				names = append(names, s.Namespace+"/"+s.Name)
+				break
+			}
+		}
+	}
+	return names, nil
+}
+
+// ours lists the EndpointSlices the Function controller made for parked
+// Functions.
+func (l *Listeners) ours(ctx context.Context) (*discoveryv1.EndpointSliceList, error) {
+	list := &discoveryv1.EndpointSliceList{}
+	if err := l.Cache.List(ctx, list, client.MatchingLabels{labelSliceOwner: module.ActivatorSliceManagedBy}); err != nil {
+		return nil, fmt.Errorf("listing the activator's EndpointSlices: %w", err)
+	}
+	return list, nil
 }
 
 // Ports are the ports served now, for tests and logs.
@@ -150,6 +254,9 @@ func (l *Listeners) Sync(ctx context.Context) error {
 		l.open[port] = &listener{fn: fn, server: srv}
 		l.Log.Info("listening", "port", port, "function", fn.String())
 	}
+	// A port that could not be opened is retried and logged; it does not
+	// keep the replica's other Functions from being served.
+	l.synced = true
 	return errors.Join(errs...)
 }
 
@@ -157,12 +264,12 @@ func (l *Listeners) Sync(ctx context.Context) error {
 // logging once) ports claimed by more than one Function and ports that
 // are not ours to open.
 func (l *Listeners) desired(ctx context.Context) (map[int32]types.NamespacedName, error) {
-	slices := &discoveryv1.EndpointSliceList{}
-	if err := l.Cache.List(ctx, slices, client.MatchingLabels{labelSliceOwner: module.ActivatorSliceManagedBy}); err != nil {
-		return nil, fmt.Errorf("listing the activator's EndpointSlices: %w", err)
+	list, err := l.ours(ctx)
+	if err != nil {
+		return nil, err
 	}
 	claims := map[int32][]types.NamespacedName{}
-	for _, s := range slices.Items {
+	for _, s := range list.Items {
 		name := s.Labels[labelServiceName]
 		port, ok := slicePort(&s)
 		if name == "" || !ok {

@@ -1,5 +1,14 @@
 package module
 
+import "time"
+
+// EndpointSettle is how long a change of a Service's endpoints is given to
+// reach every node's proxy: nothing signals that every node applied it. A
+// drain waits for it before its first scrape (the nodes send new requests
+// to the activator by then); a stopping activator replica keeps serving for
+// it after the last slice that listed its address dropped it.
+const EndpointSettle = 10 * time.Second
+
 // Names the Function controller and the activator agree on for Functions
 // that scale to zero (docs/contributor/scale-to-zero.md). The chart renders
 // the activator's objects under these names; the controller reads the

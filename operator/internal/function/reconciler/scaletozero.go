@@ -35,9 +35,8 @@ import (
 
 const (
 	// DefaultDrainSettle is how long a drain waits after the Function was
-	// parked before it scrapes: the time for the nodes to route new
-	// requests to the activator (nothing signals that every node did).
-	DefaultDrainSettle = 10 * time.Second
+	// parked before it scrapes.
+	DefaultDrainSettle = module.EndpointSettle
 	// drainScrapeEvery is the interval of the drain's scrapes.
 	drainScrapeEvery = 2 * time.Second
 	// defaultFunctionTimeout bounds a drain when the Function sets no
