@@ -418,14 +418,28 @@ func freePort(t *testing.T) int32 {
 	return int32(port)
 }
 
+// getLocal GETs / on the port of this machine: the body, or the error.
+func getLocal(port int32) string {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(int(port)) + "/") //nolint:gosec // test URL
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+// nameHandler answers with the Function's name.
+func nameHandler(fn types.NamespacedName) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, fn.String()) })
+}
+
 func testListeners(t *testing.T, k *cluster) {
 	a, b := k.namespace(t, "listeners-a"), k.namespace(t, "listeners-b")
 	kube := &Kube{Cache: k.cache, Client: k.c}
 	l := &Listeners{
 		Cache: k.cache, Log: logr.Discard(), Host: "127.0.0.1", ShutdownTimeout: time.Second,
-		Handler: func(fn types.NamespacedName) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, fn.String()) })
-		},
+		Handler: nameHandler,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -436,15 +450,7 @@ func testListeners(t *testing.T, k *cluster) {
 		_ = l.Start(ctx)
 	}()
 	port := freePort(t)
-	get := func() string {
-		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(int(port)) + "/") //nolint:gosec // test URL
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, _ := io.ReadAll(resp.Body)
-		return string(body)
-	}
+	get := func() string { return getLocal(port) }
 	serves := func(want string) func() (bool, string) {
 		return func() (bool, string) { got := get(); return got == want, got }
 	}
@@ -487,24 +493,14 @@ func testListenersOfAStoppingReplica(t *testing.T, k *cluster) {
 	const self, other, unlisted = "192.0.2.7", "192.0.2.8", "192.0.2.9"
 	port := freePort(t)
 	slice := k.slice(t, ns, "parked-activator", "parked", true, port, endpoint{ip: self}, endpoint{ip: other})
-	get := func() string {
-		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(int(port)) + "/") //nolint:gosec // test URL
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, _ := io.ReadAll(resp.Body)
-		return string(body)
-	}
+	get := func() string { return getLocal(port) }
 	// start runs a replica with address; it returns its cancel and a
 	// channel closed when Start returned.
 	start := func(address string, leave time.Duration) (*Listeners, context.CancelFunc, chan struct{}) {
 		l := &Listeners{
 			Cache: k.cache, Log: testr.New(t), Host: "127.0.0.1", ShutdownTimeout: time.Second,
 			Address: address, Settle: 500 * time.Millisecond, Leave: leave,
-			Handler: func(fn types.NamespacedName) http.Handler {
-				return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, fn.String()) })
-			},
+			Handler: nameHandler,
 		}
 		require.Error(t, l.Ready(nil), "ready before the listeners opened their ports")
 		ctx, cancel := context.WithCancel(context.Background())
