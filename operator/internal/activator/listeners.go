@@ -127,10 +127,14 @@ func (l *Listeners) Ready(*http.Request) error {
 
 // leave returns once no slice of ours lists Address and the nodes have had
 // Settle to follow, or after Leave: until then connections still arrive
-// here, and a closed port would refuse them. A replica no slice listed
-// returns at once.
+// here, and a closed port would refuse them. The settle applies even when
+// the controller dropped the address before the signal: the nodes may not
+// have followed yet. A replica with no port open returns at once.
 func (l *Listeners) leave(kick <-chan struct{}) {
-	if l.Address == "" {
+	l.mu.Lock()
+	serving := len(l.open) > 0
+	l.mu.Unlock()
+	if l.Address == "" || !serving {
 		return
 	}
 	bound, settle := l.Leave, l.Settle
@@ -148,8 +152,6 @@ func (l *Listeners) leave(kick <-chan struct{}) {
 		switch {
 		case err != nil:
 			l.Log.Error(err, "stopping: listing the activator's EndpointSlices")
-		case len(listed) == 0 && !wasListed:
-			return
 		case len(listed) == 0:
 			l.Log.Info("stopping: no EndpointSlice lists this replica any more; serving while the nodes follow", "address", l.Address, "settle", settle.String())
 			select {
