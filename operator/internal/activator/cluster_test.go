@@ -530,11 +530,17 @@ func testListenersOfAStoppingReplica(t *testing.T, k *cluster) {
 		}
 	}
 
-	t.Run("no slice lists it any more: serves for the settle time, the nodes may not have followed", func(t *testing.T) {
-		_, cancel, stopped := start(unlisted, 20*time.Second)
+	// stopNow tells the replica to stop and returns how long it took.
+	stopNow := func(cancel context.CancelFunc, stopped chan struct{}, d time.Duration, what string) time.Duration {
+		t.Helper()
 		stop := time.Now()
 		cancel()
-		took := stopsWithin(stop, stopped, 5*time.Second, "a replica no slice lists")
+		return stopsWithin(stop, stopped, d, what)
+	}
+
+	t.Run("no slice lists it any more: serves for the settle time, the nodes may not have followed", func(t *testing.T) {
+		_, cancel, stopped := start(unlisted, 20*time.Second)
+		took := stopNow(cancel, stopped, 5*time.Second, "a replica no slice lists")
 		assert.GreaterOrEqual(t, took, 500*time.Millisecond, "serves for the settle time")
 	})
 
@@ -560,9 +566,7 @@ func testListenersOfAStoppingReplica(t *testing.T, k *cluster) {
 
 	t.Run("still listed: stops after its bound", func(t *testing.T) {
 		_, cancel, stopped := start(other, 2*time.Second)
-		stop := time.Now()
-		cancel()
-		took := stopsWithin(stop, stopped, 10*time.Second, "a replica past its bound")
+		took := stopNow(cancel, stopped, 10*time.Second, "a replica past its bound")
 		assert.GreaterOrEqual(t, took, 2*time.Second, "serves until its bound")
 	})
 }
