@@ -8,9 +8,9 @@
 # annotated scheduler.alpha.kubernetes.io/node-selector=type=kwok go. All
 # state lives in .cluster/ (git-ignored).
 #
-# This script holds the lock, the test processes' claims on the cluster, the
-# certificates and kubeconfigs; hack/node starts, watches, restarts and
-# stops every process, and reads the settings (.cluster/config.json).
+# This script holds the lock and the test processes' claims on the cluster;
+# hack/node writes the settings (.cluster/config.json), the certificates and
+# kubeconfigs, and starts, watches, restarts and stops every process.
 #
 # usage:
 #   hack/cluster.sh up [--user PID]     start (no-op when already healthy)

@@ -16,7 +16,7 @@ import (
 )
 
 // config is where the cluster lives on this machine and which addresses it
-// uses: the settings `hack/cluster.sh up` recorded (localcluster.Config in
+// uses: the settings its first start recorded (localcluster.Config in
 // .cluster/config.json), or, before there are any, those the environment
 // asks for; paths and fixed ranges come as flags.
 type config struct {

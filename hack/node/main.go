@@ -3,7 +3,7 @@
 // with its simulated nodes) and its real node: a bridge for Pods, containerd
 // with runc and the CNI plugins, kubelet, kube-proxy, cluster DNS (CoreDNS)
 // and the registry the node pulls the images built here from.
-// hack/cluster.sh calls it after writing the certificates; it needs root.
+// hack/cluster.sh calls it under its lock; it needs root.
 //
 // Each part is an action with an up and a down (actions.go). down undoes
 // what up did and is safe after an up that never ran or was killed half-way,

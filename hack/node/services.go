@@ -105,7 +105,7 @@ func (n *node) coreDNS() action {
 // metricsServer serves the resource metrics API (kubectl top, the
 // HorizontalPodAutoscalers' CPU) from the real node's kubelet: kwok's
 // simulated nodes have none to give. The API server reaches it through the
-// APIService hack/cluster.sh creates and trusts it by the cluster CA; it
+// APIService of the bootstrap objects and trusts it by the cluster CA; it
 // trusts the API server's front-proxy certificate for the user the API
 // server forwards.
 func (n *node) metricsServer() action {

@@ -22,7 +22,7 @@ func (n *node) allDaemons() []daemon {
 	}
 }
 
-// readyMarker is written by hack/cluster.sh once a start has completed.
+// readyMarker is written once a start has completed (start, cluster.go).
 func (c config) readyMarker() string { return filepath.Join(c.state, "ready") }
 
 func (n *node) apiServerReady() error {

@@ -1,5 +1,5 @@
 // Command coredns is the local cluster's DNS server: CoreDNS with only the
-// plugins hack/cluster.sh configures (Services by name from the API server,
+// plugins the local cluster's Corefile uses (Services by name from the API server,
 // everything else forwarded to this machine's resolver), so its cold build
 // stays short.
 package main
