@@ -72,7 +72,7 @@ func TestBuildJobWaitsForARegistryEndpoint(t *testing.T) {
 				objs = internalRegistry(objs)
 			}
 			f := newFixture(t, append(append(objs, newFunction("hello")), tt.slices...)...)
-			f.reconcile(t, "hello")
+			requeue := f.reconcile(t, "hello")
 			key := types.NamespacedName{Namespace: testNS, Name: "hello"}
 			if !tt.wantWait {
 				assert.Len(t, f.jobs(t), 1)
@@ -84,6 +84,7 @@ func TestBuildJobWaitsForARegistryEndpoint(t *testing.T) {
 			assert.Equal(t, "waiting for the internal registry "+base+"/serverless-docker-registry to have a ready endpoint", c.Message)
 			assert.Empty(t, f.r.slots.Waiting(2), "it does not wait for a build slot")
 			assert.Equal(t, []types.NamespacedName{key}, f.r.registryWaits.take(), "a change of the registry's slices requeues it")
+			assert.Equal(t, registryRecheck, requeue, "and without one, the next check comes after registryRecheck")
 
 			// The registry's Pod becomes ready (a slice of its own, as
 			// the cluster may make): the next pass builds. As after a wait

@@ -133,13 +133,19 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	return nil
 }
 
+// registryRecheck bounds a build's wait for the internal registry when no
+// change of its EndpointSlices wakes the Function: the wait is a level the
+// next pass reads again, not only an edge the watch must deliver.
+const registryRecheck = 10 * time.Second
+
 // registryNotReady holds back a build that would push to the internal
 // registry while its Service has no ready endpoint (a registry re-created
 // by a mode switch or a reinstall, its Pod not ready yet): such a build
 // cannot push, fails, and costs the Function a backoff. BuildReady says
 // what the build waits for; a change of the registry's EndpointSlices
-// requeues the Function. A Job already running is left to end as it does.
-// External registries are never waited for.
+// requeues the Function, and registryRecheck at the latest. A Job already
+// running is left to end as it does. External registries are never waited
+// for.
 func (r *Reconciler) registryNotReady(ctx context.Context, p *pass) (bool, error) {
 	if !p.in.Registry.Internal {
 		return false, nil
@@ -156,6 +162,7 @@ func (r *Reconciler) registryNotReady(ctx context.Context, p *pass) (bool, error
 		return false, nil
 	}
 	r.slots.Leave(p.key)
+	p.requeueIn(registryRecheck)
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting,
 		fmt.Sprintf("waiting for the internal registry %s/%s to have a ready endpoint", r.cfg.BaseNamespace, module.RegistryServiceName), p.now)
 	return true, nil
