@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -52,8 +53,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, inflight *I
 		// (which carry the Service's labels, so the Function's name).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(r.sliceFunction))
 	if r.moduleSliceWatch != nil {
+		// The map functions get the source's context, which holds no logger.
+		log := mgr.GetLogger().WithValues("controller", ControllerName)
 		b = b.WatchesRawSource(source.Kind(r.moduleSliceWatch, client.Object(&discoveryv1.EndpointSlice{}),
-			handler.EnqueueRequestsFromMapFunc(r.moduleSliceFunctions)))
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				return r.moduleSliceFunctions(logr.NewContext(ctx, log), o)
+			})))
 	}
 	if r.cfg.Mode == config.ModeBuildless {
 		if r.leftovers != nil {
@@ -224,8 +229,13 @@ func (r *Reconciler) scaleToZeroFunctions(ctx context.Context, _ client.Object) 
 
 // registryWaitingFunctions are the Functions whose build waits for the
 // internal registry (registryNotReady).
-func (r *Reconciler) registryWaitingFunctions(_ context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) registryWaitingFunctions(ctx context.Context, slice client.Object) []reconcile.Request {
 	keys := r.registryWaits.take()
+	// Says, at debug level, whether a registry change found the builds
+	// that wait for it (a wake that finds none leaves them to
+	// registryRecheck).
+	logr.FromContextOrDiscard(ctx).V(1).Info("internal registry's EndpointSlice changed",
+		"slice", slice.GetName(), "waitingBuilds", len(keys))
 	reqs := make([]reconcile.Request, 0, len(keys))
 	for _, k := range keys {
 		reqs = append(reqs, reconcile.Request{NamespacedName: k})
