@@ -95,6 +95,37 @@ const (
 	// yet: all build slots are taken, or the internal registry has no
 	// ready endpoint; the message says which.
 	ReasonJobWaiting = "JobWaiting"
+	// ReasonJobQueued (BuildReady Unknown): the build waits behind the
+	// module's limit of simultaneous builds; the message says how many
+	// Functions are ahead of it.
+	ReasonJobQueued = "JobQueued"
+	// ReasonJobPodUnschedulable (BuildReady Unknown): the build Job's Pod
+	// is not placed on a node; the message is the scheduler's.
+	ReasonJobPodUnschedulable = "JobPodUnschedulable"
+	// ReasonJobPodRefused (BuildReady False): the API server refuses the
+	// build Job's Pod (a ResourceQuota, a LimitRange, an admission
+	// policy); the message is its answer.
+	ReasonJobPodRefused = "JobPodRefused"
+
+	// Why a Function's replica cannot start (Running); the message names
+	// the Deployment, the Pod and what the cluster said.
+	// ReasonReplicaUnschedulable (Running Unknown): a Pod is not placed on
+	// a node; the scheduler keeps trying, so it may still be.
+	ReasonReplicaUnschedulable = "ReplicaUnschedulable"
+	// ReasonReplicaRefused (Running False): the API server refuses the
+	// Function's Pods (ReplicaSet ReplicaFailure FailedCreate: a
+	// ResourceQuota, a LimitRange, an admission policy).
+	ReasonReplicaRefused = "ReplicaRefused"
+	// ReasonReplicaImagePullFailed (Running False): the node cannot pull
+	// the Function's image.
+	ReasonReplicaImagePullFailed = "ReplicaImagePullFailed"
+	// ReasonReplicaCrashLoop (Running False): a container ends with an
+	// error or is OOM-killed, and is restarted again and again.
+	ReasonReplicaCrashLoop = "ReplicaCrashLoop"
+	// ReasonReplicaConfigError (Running False): a container cannot be
+	// created from its settings, for example a missing Secret or
+	// ConfigMap key (CreateContainerConfigError).
+	ReasonReplicaConfigError = "ReplicaConfigError"
 
 	// Release 1.13's (buildless mode).
 	// ReasonFunctionSpecValidated (ConfigurationReady True): the Function is
@@ -118,3 +149,16 @@ const (
 	// ReasonWakeTimeout: no replica became ready within the hold timeout.
 	ReasonWakeTimeout = "WakeTimeout"
 )
+
+// CannotStart reports whether a Running condition False with reason says
+// that the Function's replicas cannot start until something is changed
+// (its spec, a Secret, a quota): waiting longer does not help. A replica
+// that is not placed (ReasonReplicaUnschedulable) is not among them: a
+// node autoscaler or freed capacity may still place it.
+func CannotStart(reason string) bool {
+	switch reason {
+	case ReasonDeploymentFailed, ReasonReplicaRefused, ReasonReplicaImagePullFailed, ReasonReplicaCrashLoop, ReasonReplicaConfigError:
+		return true
+	}
+	return false
+}
