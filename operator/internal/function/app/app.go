@@ -260,7 +260,9 @@ func moduleSliceCache(mgr ctrl.Manager, namespace string) (cache.Cache, error) {
 }
 
 // buildPodTransform keeps of a build Pod what the reconciler reads: its
-// labels and the termination of its containers.
+// labels, the termination of its containers, and while the scheduler finds
+// no node for it, its PodScheduled condition (a placed Pod keeps none, so
+// builds at rest cost nothing more).
 func buildPodTransform(o any) (any, error) {
 	pod, ok := o.(*corev1.Pod)
 	if !ok {
@@ -274,6 +276,11 @@ func buildPodTransform(o any) (any, error) {
 			Labels: pod.Labels, OwnerReferences: pod.OwnerReferences,
 		},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}}
+		}
 	}
 	slim.Status.InitContainerStatuses = terminations(pod.Status.InitContainerStatuses)
 	slim.Status.ContainerStatuses = terminations(pod.Status.ContainerStatuses)

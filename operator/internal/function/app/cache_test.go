@@ -107,6 +107,17 @@ func TestCacheHoldsBuildPodsSlim(t *testing.T) {
 	assert.Empty(t, pod.Spec.Containers)
 	assert.Equal(t, corev1.PodSucceeded, pod.Status.Phase)
 	assert.Equal(t, []corev1.ContainerStatus{{Name: "build", State: corev1.ContainerState{Terminated: done}}}, pod.Status.ContainerStatuses)
+	assert.Empty(t, pod.Status.Conditions, "a placed Pod keeps no condition")
+
+	// While the scheduler finds no node for it: that condition only.
+	notPlaced := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/1 nodes are available: 1 Insufficient cpu.", LastTransitionTime: metav1.Now(), LastProbeTime: metav1.Now()}
+	got, err = byObject.Transform(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: buildPod},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse}, notPlaced}}})
+	require.NoError(t, err)
+	assert.Equal(t, []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: notPlaced.Message}}, got.(*corev1.Pod).Status.Conditions)
 }
 
 // In buildless mode the cache holds Functions, their Deployments,

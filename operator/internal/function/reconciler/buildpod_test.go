@@ -153,3 +153,29 @@ func TestPackageRegistryConfigIsPartOfTheDependencyKey(t *testing.T) {
 	assert.NotEqual(t, a, b)
 	assert.Equal(t, a, digestOf(t, secret("registry=https://a.example/\n//a.example/:_authToken=one\n")))
 }
+
+// A build Pod the scheduler cannot place is named at once, with the
+// scheduler's message, and once: placed, the build is reported as running.
+func TestBuildPodNotPlaced(t *testing.T) {
+	fn := newFunction("hello")
+	f := newFixture(t, append(prerequisites(testNS), fn)...)
+	f.reconcile(t, "hello")
+	job := f.jobs(t)[0]
+	pod := f.buildPod(t, fn, &job, corev1.ContainerStatus{Name: resources.ContainerBuild,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}})
+	pod.Status.Conditions = []corev1.PodCondition{notPlaced(noNode)}
+	require.NoError(t, f.client.Status().Update(context.Background(), pod))
+
+	f.reconcile(t, "hello")
+	assert.Equal(t, map[string]int{"patch/status *v1alpha2.Function": 1}, f.writes.take(), "at once, not after the report delay")
+	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobPodUnschedulable)
+	assert.Equal(t, "Job "+job.Name+": Pod "+pod.Name+" is not placed: "+noNode, c.Message)
+	f.reconcile(t, "hello")
+	assert.Empty(t, f.writes.take(), "the same cause: no second write")
+
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+	require.NoError(t, f.client.Status().Update(context.Background(), pod))
+	f.reconcile(t, "hello")
+	c = assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobRunning)
+	assert.Equal(t, "Job "+job.Name+" is still in progress", c.Message)
+}

@@ -169,43 +169,44 @@ func TestStalledRolloutNamesTheCause(t *testing.T) {
 		previousServes bool
 		conditions     []corev1.PodCondition
 		status         corev1.ContainerStatus
+		reason         string
 		want           string // after "Deployment <dep>: Pod hello-new-a, container "
 	}{
 		{name: "buildless: OOMKilled while installing the dependencies", buildless: true, previousServes: true,
 			conditions: notReadySince(podStart), status: waiting("function", "CrashLoopBackOff", "back-off 40s restarting failed container", ended("OOMKilled", 137, podStart)),
-			want: "function: OOMKilled (exit code 137) before it became ready, while installing the dependencies at start or loading the handler; the previous version keeps serving"},
+			reason: v1alpha2.ReasonReplicaCrashLoop, want: "function: OOMKilled (exit code 137) before it became ready, while installing the dependencies at start or loading the handler; the previous version keeps serving"},
 		{name: "build mode: OOMKilled, nothing served before",
 			conditions: notReadySince(podStart), status: waiting("function", "CrashLoopBackOff", "back-off", ended("OOMKilled", 137, podStart)),
-			want: "function: OOMKilled (exit code 137) before it became ready"},
+			reason: v1alpha2.ReasonReplicaCrashLoop, want: "function: OOMKilled (exit code 137) before it became ready"},
 		{name: "crash after the container was ready", buildless: true,
 			conditions: notReadySince(metav1.NewTime(podStart.Add(30 * time.Second))), status: waiting("function", "CrashLoopBackOff", "back-off", ended("Error", 1, podStart)),
-			want: "function: Error (exit code 1)"},
+			reason: v1alpha2.ReasonReplicaCrashLoop, want: "function: Error (exit code 1)"},
 		{name: "a later run that never became ready", buildless: true,
 			conditions: notReadySince(metav1.NewTime(podStart.Add(30 * time.Second))), status: waiting("function", "CrashLoopBackOff", "back-off", ended("Error", 1, secondRun)),
-			want: "function: Error (exit code 1) before it became ready, while installing the dependencies at start or loading the handler"},
+			reason: v1alpha2.ReasonReplicaCrashLoop, want: "function: Error (exit code 1) before it became ready, while installing the dependencies at start or loading the handler"},
 		{name: "just ended, not restarted yet", conditions: notReadySince(podStart),
 			status: corev1.ContainerStatus{Name: "function", State: corev1.ContainerState{Terminated: ended("Error", 2, podStart)}},
-			want:   "function: Error (exit code 2) before it became ready"},
+			reason: v1alpha2.ReasonReplicaCrashLoop, want:   "function: Error (exit code 2) before it became ready"},
 		{name: "running again after an OOM kill", conditions: notReadySince(podStart), previousServes: true,
 			status: corev1.ContainerStatus{Name: "function", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: secondRun}},
 				LastTerminationState: corev1.ContainerState{Terminated: ended("OOMKilled", 137, podStart)}},
-			want: "function: OOMKilled (exit code 137) before it became ready; the previous version keeps serving"},
+			reason: v1alpha2.ReasonReplicaCrashLoop, want: "function: OOMKilled (exit code 137) before it became ready; the previous version keeps serving"},
 		{name: "image pull back-off", buildless: true, previousServes: true,
 			status: waiting("function", "ImagePullBackOff", `Back-off pulling image "example.org/fn:1": ErrImagePull: failed to pull and unpack image "example.org/fn:1": not found`, nil),
-			want:   `function: cannot pull image "example.org/fn:1": failed to pull and unpack image "example.org/fn:1": not found; the previous version keeps serving`},
+			reason: v1alpha2.ReasonReplicaImagePullFailed, want:   `function: cannot pull image "example.org/fn:1": failed to pull and unpack image "example.org/fn:1": not found; the previous version keeps serving`},
 		{name: "image pull error: the same text", buildless: true, previousServes: true,
 			status: waiting("function", "ErrImagePull", `failed to pull and unpack image "example.org/fn:1": not found`, nil),
-			want:   `function: cannot pull image "example.org/fn:1": failed to pull and unpack image "example.org/fn:1": not found; the previous version keeps serving`},
+			reason: v1alpha2.ReasonReplicaImagePullFailed, want:   `function: cannot pull image "example.org/fn:1": failed to pull and unpack image "example.org/fn:1": not found; the previous version keeps serving`},
 		{name: "image pull back-off without the registry's answer",
 			status: waiting("function", "ImagePullBackOff", `Back-off pulling image "example.org/fn:1"`, nil),
-			want:   `function: cannot pull image "example.org/fn:1"`},
+			reason: v1alpha2.ReasonReplicaImagePullFailed, want:   `function: cannot pull image "example.org/fn:1"`},
 		{name: "a missing Secret", status: waiting("function", "CreateContainerConfigError", `secret "creds" not found`, nil),
-			want: `function: CreateContainerConfigError: secret "creds" not found`},
+			reason: v1alpha2.ReasonReplicaConfigError, want: `function: CreateContainerConfigError: secret "creds" not found`},
 		{name: "the runtime refuses the container", status: waiting("function", "CreateContainerError", "context deadline exceeded", nil),
-			want: "function: CreateContainerError: context deadline exceeded"},
+			reason: v1alpha2.ReasonReplicaConfigError, want: "function: CreateContainerError: context deadline exceeded"},
 		{name: "the Git clone fails", buildless: true,
 			status: waiting("init", "CrashLoopBackOff", "back-off", ended("Error", 128, podStart)),
-			want:   "init: Error (exit code 128)"},
+			reason: v1alpha2.ReasonReplicaCrashLoop, want:   "init: Error (exit code 128)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,13 +220,13 @@ func TestStalledRolloutNamesTheCause(t *testing.T) {
 			f.writes.take()
 
 			requeue := f.reconcile(t, "hello")
-			c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed)
+			c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, tt.reason)
 			want := fmt.Sprintf("Deployment %s: Pod hello-new-a, container %s", dep.Name, tt.want)
 			assert.Equal(t, want, c.Message)
 			assert.Equal(t, stuckReads, reads.take(), "one ReplicaSet list, one Pod list")
 			assert.Equal(t, 10*time.Second, requeue, "looked at again while it stays stalled")
 			require.Len(t, f.rec.events, 1)
-			assert.Equal(t, recorded{corev1.EventTypeWarning, v1alpha2.ReasonDeploymentFailed, want}, f.rec.events[0])
+			assert.Equal(t, recorded{corev1.EventTypeWarning, tt.reason, want}, f.rec.events[0])
 			f.writes.take()
 
 			// Nothing new: the same status, no second event.
@@ -278,14 +279,14 @@ func TestNoReadWhileProgressing(t *testing.T) {
 	for _, buildless := range []bool{false, true} {
 		t.Run(fmt.Sprintf("buildless=%v", buildless), func(t *testing.T) {
 			f, reads := rolloutFixture(t, buildless)
-			dep := f.stall(t, 3*time.Second, true)
+			dep := f.stall(t, time.Second, true)
 			rs := f.replicaSet(t, &dep, "new", 2, 0)
 			f.pod(t, rs, "hello-new-a", notReadySince(podStart), waiting("function", "CrashLoopBackOff", "", ended("OOMKilled", 137, podStart)))
 
 			before := *condition(&f.function(t, "hello").Status, v1alpha2.ConditionRunning)
 			requeue := f.reconcile(t, "hello")
-			assert.Empty(t, reads.take(), "progressed 3 s ago: not stalled")
-			assert.Equal(t, 12*time.Second, requeue, "a look once it would have stalled")
+			assert.Empty(t, reads.take(), "progressed 1 s ago: not stalled")
+			assert.Equal(t, lookAfter-time.Second, requeue, "a look once it would have stalled")
 			assert.Equal(t, before, *condition(&f.function(t, "hello").Status, v1alpha2.ConditionRunning))
 
 			f.readyDeployment(t)
@@ -326,7 +327,7 @@ func TestOnlyTheNewestReplicaSetIsBlamed(t *testing.T) {
 	f.pod(t, rs, "hello-new-b", notReadySince(podStart), waiting("function", "CreateContainerConfigError", `secret "s" not found`, nil))
 
 	f.reconcile(t, "hello")
-	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed)
+	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonReplicaConfigError)
 	assert.Equal(t, fmt.Sprintf(`Deployment %s: Pod hello-new-b, container function: CreateContainerConfigError: secret "s" not found; the previous version keeps serving`, dep.Name), c.Message)
 }
 
@@ -346,20 +347,20 @@ func TestDeadlineExceededNamesTheCause(t *testing.T) {
 
 	assert.Zero(t, f.reconcile(t, "hello"), "no polling after the deadline")
 	assert.Equal(t, stuckReads, reads.take())
-	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed)
+	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonReplicaImagePullFailed)
 	assert.Equal(t, fmt.Sprintf(`Deployment %s: Pod hello-new-a, container function: cannot pull image "example.org/fn:1"`, dep.Name), c.Message)
 }
 
-// Pods the ReplicaSet cannot create (a ResourceQuota) fail the Function at
-// once, from the Deployment's own condition: no read.
+// Pods the ReplicaSet cannot create (a ResourceQuota) are ReplicaRefused
+// at once, from the Deployment's own condition: no read.
 func TestReplicaFailureFailsAtOnce(t *testing.T) {
 	f, reads := rolloutFixture(t, false)
 	dep := f.stall(t, time.Second, false, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
 		Reason: "FailedCreate", Message: `pods "hello-x" is forbidden: exceeded quota: q`})
 	f.reconcile(t, "hello")
 	assert.Empty(t, reads.take())
-	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed)
-	assert.Equal(t, fmt.Sprintf(`Deployment %s cannot create its Pods: FailedCreate: pods "hello-x" is forbidden: exceeded quota: q`, dep.Name), c.Message)
+	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonReplicaRefused)
+	assert.Equal(t, fmt.Sprintf(`Deployment %s cannot create its Pods: pods "hello-x" is forbidden: exceeded quota: q`, dep.Name), c.Message)
 }
 
 func TestPollInterval(t *testing.T) {
@@ -368,9 +369,9 @@ func TestPollInterval(t *testing.T) {
 		stalled, want time.Duration
 	}{
 		{15 * time.Second, 7500 * time.Millisecond},
-		{5 * time.Second, 5 * time.Second},
+		{3 * time.Second, 3 * time.Second},
 		{40 * time.Second, 20 * time.Second},
-		{5 * time.Minute, time.Minute},
+		{5 * time.Minute, 30 * time.Second},
 		{9*time.Minute + 30*time.Second, 0}, // the deadline comes first
 	}
 	for _, tt := range tests {
@@ -378,14 +379,89 @@ func TestPollInterval(t *testing.T) {
 			assert.Equal(t, tt.want, pollInterval(tt.stalled, deadline))
 		})
 	}
-	// Stalled until the deadline: about a dozen looks.
+	// Stalled until the deadline: a few dozen looks.
 	looks := 0
-	for stalled := stalledAfter; ; looks++ {
+	for stalled := lookAfter; ; looks++ {
 		wait := pollInterval(stalled, deadline)
 		if wait == 0 {
 			break
 		}
 		stalled += wait
 	}
-	assert.LessOrEqual(t, looks, 16)
+	assert.LessOrEqual(t, looks, 30)
+}
+
+// A replica the scheduler cannot place is named within seconds (Unknown:
+// it may still be placed), stays named by passes that do not look, and
+// is cleared by the look that finds it placed.
+func TestNotPlacedReplicaIsNamedAndCleared(t *testing.T) {
+	f, reads := rolloutFixture(t, false)
+	dep := f.stall(t, lookAfter, false)
+	rs := f.replicaSet(t, &dep, "new", 1, 0)
+	f.pod(t, rs, "hello-new-a", []corev1.PodCondition{notPlaced(noNode)})
+
+	assert.Equal(t, minPollInterval, f.reconcile(t, "hello"), "looked at again within seconds")
+	assert.Equal(t, stuckReads, reads.take())
+	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonReplicaUnschedulable)
+	assert.Equal(t, fmt.Sprintf("Deployment %s: Pod hello-new-a is not placed: %s", dep.Name, noNode), c.Message)
+	assert.Empty(t, f.rec.events, "a wait, not a failure")
+
+	// The Deployment progresses (another Pod ready): no look, the cause stays.
+	f.stall(t, time.Second, false)
+	f.reconcile(t, "hello")
+	assert.Empty(t, reads.take())
+	assert.Empty(t, f.writes.take())
+
+	// Placed: the next look clears the cause.
+	pod := &corev1.Pod{}
+	require.NoError(t, f.client.Get(context.Background(), types.NamespacedName{Namespace: testNS, Name: "hello-new-a"}, pod))
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+	require.NoError(t, f.client.Status().Update(context.Background(), pod))
+	f.now = f.now.Add(lookAfter)
+	f.reconcile(t, "hello")
+	assert.Equal(t, stuckReads, reads.take())
+	c = assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting)
+	assert.Equal(t, fmt.Sprintf("Deployment %s is not ready yet", dep.Name), c.Message)
+}
+
+// A scale-up of a Deployment whose rollout is over (a wake from zero)
+// leaves Progressing as it was: the wait is timed from Available turning
+// False, so its Pods are looked at within seconds, not at once and never
+// again.
+func TestScaleUpIsTimedFromAvailable(t *testing.T) {
+	f, reads := rolloutFixture(t, false)
+	dep := f.deployments(t)[0]
+	long := metav1.NewTime(f.now.Add(-time.Hour))
+	justNow := metav1.NewTime(f.now.Add(-time.Second))
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 1, Conditions: []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", LastTransitionTime: justNow, LastUpdateTime: justNow},
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", LastTransitionTime: long, LastUpdateTime: long},
+	}}
+	require.NoError(t, f.client.Status().Update(context.Background(), &dep))
+	rs := f.replicaSet(t, &dep, "new", 1, 0)
+	f.pod(t, rs, "hello-new-a", []corev1.PodCondition{notPlaced(noNode)})
+
+	assert.Equal(t, lookAfter-time.Second, f.reconcile(t, "hello"))
+	assert.Empty(t, reads.take())
+	f.now = f.now.Add(lookAfter)
+	f.reconcile(t, "hello")
+	assert.Equal(t, stuckReads, reads.take())
+	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionUnknown, v1alpha2.ReasonReplicaUnschedulable)
+}
+
+// Pods the ReplicaSet cannot create are named from the ReplicaSet when
+// the Deployment does not show its ReplicaFailure yet.
+func TestRefusedReplicasFromTheReplicaSet(t *testing.T) {
+	f, _ := rolloutFixture(t, false)
+	dep := f.stall(t, 10*time.Second, false)
+	rs := f.replicaSet(t, &dep, "new", 1, 0)
+	rs.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+		Message: `pods "hello-new-x" is forbidden: maximum cpu usage per Container is 100m, but limit is 200m`}}
+	require.NoError(t, f.client.Status().Update(context.Background(), rs))
+
+	f.reconcile(t, "hello")
+	c := assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonReplicaRefused)
+	assert.Equal(t, fmt.Sprintf(`Deployment %s cannot create its Pods: pods "hello-new-x" is forbidden: maximum cpu usage per Container is 100m, but limit is 200m`, dep.Name), c.Message)
+	require.Len(t, f.rec.events, 1)
+	assert.Equal(t, v1alpha2.ReasonReplicaRefused, f.rec.events[0].reason)
 }

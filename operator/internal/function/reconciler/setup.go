@@ -81,9 +81,14 @@ func (r *Reconciler) watchBuilds(b *builder.Builder) *builder.Builder {
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Watches(&batchv1.Job{}, r.slots.WakeHandler()).
 		WatchesRawSource(source.Channel(r.slots.wake, &handler.EnqueueRequestForObject{})).
-		// A build Pod's end carries its steps' messages (the digest).
+		// A build Pod's end carries its steps' messages (the digest); the
+		// scheduler finding no node for it, or finding one at last, is
+		// why the build waits or no longer does.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(buildPodFunction),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: podFinished, CreateFunc: func(event.CreateEvent) bool { return false }})).
+			builder.WithPredicates(predicate.Funcs{
+				UpdateFunc: func(e event.UpdateEvent) bool { return podFinished(e) || placementChanged(e) },
+				CreateFunc: func(event.CreateEvent) bool { return false },
+			})).
 		Watches(&corev1.Secret{}, r.copyHandler(func(o client.Object) bool {
 			return o.GetName() == r.cfg.ImageRegistryDefaultDockerConfigSecretName
 		})).
@@ -258,4 +263,17 @@ func podFinished(e event.UpdateEvent) bool {
 	old, okOld := e.ObjectOld.(*corev1.Pod)
 	cur, okNew := e.ObjectNew.(*corev1.Pod)
 	return okOld && okNew && !resources.ReadBuildPod(old).Finished && resources.ReadBuildPod(cur).Finished
+}
+
+// placementChanged passes the update in which a build Pod becomes
+// unschedulable, is placed after that, or gets another message from the
+// scheduler.
+func placementChanged(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*corev1.Pod)
+	cur, okNew := e.ObjectNew.(*corev1.Pod)
+	if !okOld || !okNew {
+		return false
+	}
+	was, is := unschedulable(old), unschedulable(cur)
+	return (was == nil) != (is == nil) || was != nil && was.Message != is.Message
 }

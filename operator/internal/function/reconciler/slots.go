@@ -156,6 +156,24 @@ func (s *BuildSlots) Waiting(n int) []types.NamespacedName {
 	return keys
 }
 
+// Queue is fn's place among the waiting Functions: how many wait longer
+// than it (Waiting's order), and whether builds are paused. A Function
+// that does not wait has none ahead.
+func (s *BuildSlots) Queue(fn types.NamespacedName) (ahead int, paused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	since, ok := s.waiting[fn]
+	if !ok {
+		return 0, s.paused
+	}
+	for k, at := range s.waiting {
+		if c := at.Compare(since); c < 0 || c == 0 && compareKeys(k, fn) < 0 {
+			ahead++
+		}
+	}
+	return ahead, s.paused
+}
+
 // count is the number of unfinished build Jobs; s.mu is held.
 func (s *BuildSlots) count(ctx context.Context) (int, error) {
 	var jobs batchv1.JobList

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -84,12 +85,7 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 			}
 		default:
 			r.slots.Leave(p.key)
-			if c := condition(&p.status, v1alpha2.ConditionBuildReady); c == nil || c.Status != corev1.ConditionUnknown || !strings.Contains(c.Message, current.Name) {
-				p.status.RuntimeImage = resources.RuntimeImage(p.in)
-				setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobRunning,
-					fmt.Sprintf("Job %s is still in progress", current.Name), p.now)
-				p.buildReportIn = buildReportWait(p, current.CreationTimestamp.Time)
-			}
+			r.buildRunning(ctx, p, current)
 			return nil
 		}
 	}
@@ -121,8 +117,16 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 		return fmt.Errorf("creating the build Job: %w", err)
 	}
 	if !started {
-		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting,
-			fmt.Sprintf("waiting for a build slot: %d of %d builds running", running, r.slots.Max()), p.now)
+		ahead, paused := r.slots.Queue(p.key)
+		msg := fmt.Sprintf("queued behind the build limit: %d of %d builds running, %d ahead of it in the queue", running, r.slots.Max(), ahead)
+		if paused {
+			msg = fmt.Sprintf("queued: builds are paused while the internal registry is cleaned up, %d ahead of it in the queue", ahead)
+		}
+		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobQueued, msg, p.now)
+		// A build's end wakes only the head of the queue (WakeHandler);
+		// the others look again now and then, so their place stays near
+		// the truth at one status write per change at most.
+		p.requeueIn(queueRecheck)
 		return nil
 	}
 	r.metrics.BuildStarted()
@@ -131,6 +135,63 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 		fmt.Sprintf("Job %s created", job.Name), p.now)
 	p.buildReportIn = buildReportWait(p, p.now.Time)
 	return nil
+}
+
+// queueRecheck is how often a Function queued for a build slot looks at
+// its place in the queue again.
+const queueRecheck = 30 * time.Second
+
+// Reads of a build Job's refused Pods, from the API server: the Job
+// controller reports them only as events on the Job.
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
+
+// buildRunning reports a build Job that has not ended: why its Pod does
+// not run when the cluster says so (buildCause: its Pod not placed, with
+// the scheduler's message, from the cache of build Pods; its Pod refused,
+// with the API server's answer), else that it runs. The running Job is
+// reported once (JobRunning, after progressReportDelay); a cause at once,
+// and again only when it changes.
+func (r *Reconciler) buildRunning(ctx context.Context, p *pass, job *batchv1.Job) {
+	refusal, err := r.podRefusal(ctx, p, job)
+	if err != nil {
+		// Only the cause is lost; the next look reads again.
+		logr.FromContextOrDiscard(ctx).Info("reading the events of a build Job without a Pod failed", "job", job.Name, "error", err.Error())
+	}
+	if found := buildCause(job, p.buildPods, refusal); found != nil {
+		p.status.RuntimeImage = resources.RuntimeImage(p.in)
+		setCondition(&p.status, v1alpha2.ConditionBuildReady, found.status, found.reason, found.message, p.now)
+		return
+	}
+	c := condition(&p.status, v1alpha2.ConditionBuildReady)
+	if c == nil || c.Status != corev1.ConditionUnknown || c.Reason == v1alpha2.ReasonJobPodUnschedulable || !strings.Contains(c.Message, job.Name) {
+		p.status.RuntimeImage = resources.RuntimeImage(p.in)
+		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobRunning,
+			fmt.Sprintf("Job %s is still in progress", job.Name), p.now)
+		p.buildReportIn = buildReportWait(p, job.CreationTimestamp.Time)
+	}
+}
+
+// podRefusal returns the newest FailedCreate event of a build Job that
+// has had no Pod for lookAfter: the Job controller creates a Pod within
+// moments, so a Job without one was most likely refused (a ResourceQuota,
+// a LimitRange). Only such a Job is read, and again at growing intervals
+// while it stays so; a Job with a Pod costs no request.
+func (r *Reconciler) podRefusal(ctx context.Context, p *pass, job *batchv1.Job) (*corev1.Event, error) {
+	if r.api == nil || job.Status.Active > 0 || len(jobPods(job, p.buildPods)) > 0 {
+		return nil, nil
+	}
+	waited := p.now.Sub(job.CreationTimestamp.Time)
+	if waited < lookAfter {
+		p.requeueIn(lookAfter - waited)
+		return nil, nil
+	}
+	p.requeueIn(min(max(waited/2, minPollInterval), maxPollInterval))
+	var events corev1.EventList
+	if err := r.api.List(ctx, &events, client.InNamespace(job.Namespace),
+		client.MatchingFields{"involvedObject.uid": string(job.UID), "reason": failedCreate}); err != nil {
+		return nil, fmt.Errorf("listing the events of Job %s: %w", job.Name, err)
+	}
+	return newestRefusal(events.Items), nil
 }
 
 // registryRecheck bounds a build's wait for the internal registry when no

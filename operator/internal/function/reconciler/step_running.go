@@ -51,6 +51,12 @@ func (r *Reconciler) running(_ context.Context, p *pass) error {
 	if cur != nil && cur.Status == corev1.ConditionUnknown && reason == v1alpha2.ReasonDeploymentWaiting {
 		return nil
 	}
+	if cur != nil && isReplicaCause(cur.Reason) && status != corev1.ConditionTrue && !isReplicaCause(reason) {
+		// A cause found by an earlier look at the Pods stays until the
+		// Deployment is ready or the next look (rollout) finds another or
+		// none: a pass that does not look changes nothing.
+		return nil
+	}
 	setCondition(&p.status, v1alpha2.ConditionRunning, status, reason, msg, p.now)
 	return nil
 }
@@ -79,15 +85,20 @@ func firstRolloutWait(p *pass, dep *appsv1.Deployment) time.Duration {
 
 // deploymentState reads a Deployment's conditions. A Deployment the
 // Deployment controller has not looked at yet is waiting, not failed (1.8.4
-// called it failed); Pods it cannot create (ReplicaFailure, e.g. a ResourceQuota)
-// fail it at once; missing minimum replicas is reported only once the
-// rollout is over (during every rollout Available is False for a moment).
+// called it failed); Pods the API server refuses to create (ReplicaFailure
+// FailedCreate, e.g. a ResourceQuota) are ReplicaRefused at once; missing
+// minimum replicas is reported only once the rollout is over (during every
+// rollout Available is False for a moment).
 func deploymentState(dep *appsv1.Deployment) (corev1.ConditionStatus, string, string) {
 	waiting := fmt.Sprintf("Deployment %s is not ready yet", dep.Name)
 	if dep.Status.ObservedGeneration < dep.Generation {
 		return corev1.ConditionUnknown, v1alpha2.ReasonDeploymentWaiting, waiting
 	}
 	if rf := replicaFailure(dep); rf != nil {
+		if rf.Reason == failedCreate {
+			c := refusedReplicas(dep.Name, rf.Message, "")
+			return c.status, c.reason, c.message
+		}
 		return corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed,
 			fmt.Sprintf("Deployment %s cannot create its Pods: %s: %s", dep.Name, rf.Reason, rf.Message)
 	}

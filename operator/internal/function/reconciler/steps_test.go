@@ -238,8 +238,8 @@ func capFixture(t *testing.T) *fixture {
 func TestBuildCapMakesFunctionsWait(t *testing.T) {
 	f := capFixture(t)
 	assert.Len(t, f.jobs(t), 2, "cap of 2")
-	c := assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting)
-	assert.Equal(t, "waiting for a build slot: 2 of 2 builds running", c.Message)
+	c := assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobQueued)
+	assert.Equal(t, "queued behind the build limit: 2 of 2 builds running, 0 ahead of it in the queue", c.Message)
 	assert.Equal(t, []types.NamespacedName{{Namespace: testNS, Name: "c"}}, f.r.slots.Waiting(2))
 
 	jobs := f.jobs(t)
@@ -250,7 +250,7 @@ func TestBuildCapMakesFunctionsWait(t *testing.T) {
 	assert.Equal(t, progressReportDelay, f.reconcile(t, "c"))
 	assert.Equal(t, map[string]int{"create *v1.Job": 1}, f.writes.take())
 	assert.Empty(t, f.r.slots.Waiting(2))
-	assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting)
+	assertCondition(t, f.function(t, "c"), v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobQueued)
 
 	// Still running after it: reported once.
 	f.now = f.now.Add(progressReportDelay)
