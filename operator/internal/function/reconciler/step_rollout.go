@@ -172,4 +172,3 @@ func newestReplicaSet(dep *appsv1.Deployment, sets []appsv1.ReplicaSet) (*appsv1
 	}
 	return newest, serves
 }
-
