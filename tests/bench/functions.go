@@ -321,7 +321,7 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 		}
 	}
 	cpuBefore, cpuErr := cgroupCPU(pid)
-	machine := b.snapshotCPU(map[string]int{"function-controller": pid})
+	machine := b.snapshotCPU(map[string][]int{cpuController: {pid}})
 	start := time.Now()
 	if err := b.createAll(ctx, fns); err != nil {
 		return f, err
@@ -329,7 +329,7 @@ func (b *fnBench) variant(ctx context.Context, v fnVariant, idle time.Duration) 
 	if err := b.waitAllRunning(ctx, running, len(fns), pod); err != nil {
 		return f, err
 	}
-	f.machine = b.snapshotCPU(map[string]int{"function-controller": pid}).since(machine)
+	f.machine = b.snapshotCPU(map[string][]int{cpuController: {pid}}).since(machine)
 	_, runningAt := running.end()
 	f.toRunning = last(runningAt, start)
 	if cpuErr == nil {

@@ -154,30 +154,14 @@ func containerID(pod *corev1.Pod, container string) string {
 }
 
 // containerProcess finds, on this machine, the process of a container of
-// a Pod on the real node: the one whose cgroup names the Pod's UID and the
-// container's ID and whose command line starts with cmd.
+// a Pod on the real node whose command line starts with cmd.
 func containerProcess(pod *corev1.Pod, container, cmd string) (int, error) {
-	id := containerID(pod, container)
-	if id == "" {
-		return 0, fmt.Errorf("container %s of Pod %s has not started", container, pod.Name)
-	}
-	// The cgroupfs driver spells the UID as is, the systemd driver with
-	// underscores.
-	uids := []string{string(pod.UID), strings.ReplaceAll(string(pod.UID), "-", "_")}
-	entries, err := os.ReadDir("/proc")
+	all, err := containerProcesses(pod, container)
 	if err != nil {
 		return 0, err
 	}
 	var found []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err != nil || !strings.Contains(string(cg), id) || !(strings.Contains(string(cg), uids[0]) || strings.Contains(string(cg), uids[1])) {
-			continue
-		}
+	for _, pid := range all {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil {
 			continue
@@ -190,10 +174,34 @@ func containerProcess(pod *corev1.Pod, container, cmd string) (int, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return 0, fmt.Errorf("no process %s in the cgroup of container %s (%.12s) of Pod %s on this machine", cmd, container, id, pod.Name)
+		return 0, fmt.Errorf("no process %s in the cgroup of container %s of Pod %s on this machine (%d others)", cmd, container, pod.Name, len(all))
 	default:
 		return 0, fmt.Errorf("%d processes %s in container %s of Pod %s: %v", len(found), cmd, container, pod.Name, found)
 	}
+}
+
+// containerProcesses are, on this machine, the processes of a container of
+// a Pod on the real node: those whose cgroup names the Pod's UID and the
+// container's ID.
+func containerProcesses(pod *corev1.Pod, container string) ([]int, error) {
+	id := containerID(pod, container)
+	if id == "" {
+		return nil, fmt.Errorf("container %s of Pod %s has not started", container, pod.Name)
+	}
+	// The cgroupfs driver spells the UID as is, the systemd driver with
+	// underscores.
+	uids := []string{string(pod.UID), strings.ReplaceAll(string(pod.UID), "-", "_")}
+	var found []int
+	for _, pid := range allPIDs() {
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err == nil && strings.Contains(string(cg), id) && (strings.Contains(string(cg), uids[0]) || strings.Contains(string(cg), uids[1])) {
+			found = append(found, pid)
+		}
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("no process in the cgroup of container %s (%.12s) of Pod %s on this machine", container, id, pod.Name)
+	}
+	return found, nil
 }
 
 // controllerProcess is the process of the controller's container.
