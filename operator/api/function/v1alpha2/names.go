@@ -92,8 +92,8 @@ const (
 	// ConfigMap was already up to date (1.8.4 wrote True InvalidFunctionSpec).
 	ReasonFunctionConfigured = "FunctionConfigured"
 	// ReasonJobWaiting (BuildReady Unknown): the build Job is not created
-	// yet: all build slots are taken, or the internal registry has no
-	// ready endpoint; the message says which.
+	// yet: the internal registry has no ready endpoint. (A build waiting
+	// for a slot was JobWaiting too; it is JobQueued now.)
 	ReasonJobWaiting = "JobWaiting"
 	// ReasonJobQueued (BuildReady Unknown): the build waits behind the
 	// module's limit of simultaneous builds; the message says how many
