@@ -334,7 +334,7 @@ func testBuildlessInstallOOMKilledKeepsThePreviousVersion(t *testing.T, f *fnEnv
 		return c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "OOMKilled")
 	})
 	c := condition(failed, v1alpha2.ConditionRunning)
-	assert.Equal(t, v1alpha2.ReasonDeploymentFailed, c.Reason)
+	assert.Equal(t, v1alpha2.ReasonReplicaCrashLoop, c.Reason)
 	assert.Contains(t, c.Message, "the previous version keeps serving")
 	t.Logf("Running=False %s: %s", c.Reason, c.Message)
 	assert.Positive(t, npm.Downloads("greedy-install", "1.0.0"), "the install ran in the new Pod")
