@@ -152,7 +152,7 @@ func TestFunctionController(t *testing.T) {
 		waitingCount := func(c require.TestingT) int {
 			n := 0
 			for _, name := range names {
-				if conditionOf(e.function(c, ns, name), v1alpha2.ConditionBuildReady).Reason == v1alpha2.ReasonJobWaiting {
+				if conditionOf(e.function(c, ns, name), v1alpha2.ConditionBuildReady).Reason == v1alpha2.ReasonJobQueued {
 					n++
 				}
 			}

@@ -139,7 +139,9 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 
 // queueRecheck is how often a Function queued for a build slot looks at
 // its place in the queue again.
-const queueRecheck = 30 * time.Second
+// A minute: a burst of Functions builds in about that, so a queued one
+// writes its place about once more.
+const queueRecheck = time.Minute
 
 // Reads of a build Job's refused Pods, from the API server: the Job
 // controller reports them only as events on the Job.

@@ -28,11 +28,13 @@ import (
 // (10 minutes), the Pods' status says why. So a Deployment that is not
 // ready and made no progress for lookAfter is looked at in its Pods, again
 // at growing intervals (pollInterval) until the deadline; one that
-// progresses or is ready is never read. Only its own ReplicaSets and Pods
+// progresses or is ready is never read. lookAfter is the first rollout's
+// report delay (progressReportDelay): a new Function's Deployment that is
+// available within it costs no read. Only its own ReplicaSets and Pods
 // are read, by label, from the API server: the controller keeps no Pod
 // of a Function in memory.
 const (
-	lookAfter       = 3 * time.Second
+	lookAfter       = 5 * time.Second
 	minPollInterval = 3 * time.Second
 	maxPollInterval = 30 * time.Second
 )
