@@ -327,13 +327,14 @@ func testReplicas(t *testing.T, k *cluster) {
 	t.Run("the Service's own ready endpoints count, ours and unready ones do not", func(t *testing.T) {
 		f := k.function(t, ns, "ready", 1, nil, nil)
 		fn := client.ObjectKeyFromObject(f)
-		kube := &Kube{Cache: k.cache, Client: k.c}
+		// The unready endpoint is probed: nothing answers there.
+		kube := &Kube{Cache: k.cache, Client: k.c, Port: int(freePort(t))}
 		_, ok := kube.Ready(fn)
 		assert.False(t, ok, "no slices yet")
 
-		k.slice(t, ns, "ready-activator", "ready", true, 20000, endpoint{ip: "10.0.0.9"})
+		k.slice(t, ns, "ready-activator", "ready", true, 20000, endpoint{ip: "127.0.0.9"})
 		k.slice(t, ns, "ready-abcde", "ready", false, 8080,
-			endpoint{ip: "10.0.0.1", ready: ptr.To(false), uid: "pod-a"})
+			endpoint{ip: "127.0.0.1", ready: ptr.To(false), uid: "pod-a"})
 		_, ok = kube.Ready(fn)
 		assert.False(t, ok, "only our slice and an unready endpoint")
 
@@ -348,15 +349,71 @@ func testReplicas(t *testing.T, k *cluster) {
 			u, err := kube.Await(ctx, fn)
 			done <- result{u, err}
 		}()
-		k.slice(t, ns, "ready-fghij", "ready", false, 8080, endpoint{ip: "10.0.0.2", ready: ptr.To(true), uid: "pod-b"})
+		k.slice(t, ns, "ready-fghij", "ready", false, 8080, endpoint{ip: "127.0.0.2", ready: ptr.To(true), uid: "pod-b"})
 		r := <-done
 		require.NoError(t, r.err)
-		assert.Equal(t, "http://10.0.0.2:8080", r.u.String())
+		assert.Equal(t, "http://127.0.0.2:"+strconv.Itoa(kube.Port), r.u.String())
 
 		replicas, err := kube.ReadyReplicas(context.Background(), fn)
 		require.NoError(t, err)
 		require.Len(t, replicas, 1)
 		assert.Equal(t, "pod-b", replicas[0].UID)
+	})
+
+	t.Run("a starting replica that answers the probe is taken before the cluster calls it ready", func(t *testing.T) {
+		f := k.function(t, ns, "starting", 1, nil, nil)
+		fn := client.ObjectKeyFromObject(f)
+		port := freePort(t)
+		kube := &Kube{Cache: k.cache, Client: k.c, Port: int(port), ProbeEvery: 10 * time.Millisecond}
+		// Addresses that must never be probed: the activator's own (our
+		// slice) and another Function's starting replica.
+		activatorHits, otherHits := &atomic.Int32{}, &atomic.Int32{}
+		serveAt(t, "127.0.0.14", port, countingHandler(activatorHits))
+		serveAt(t, "127.0.0.15", port, countingHandler(otherHits))
+		k.slice(t, ns, "starting-activator", "starting", true, 20001, endpoint{ip: "127.0.0.14"})
+		k.slice(t, ns, "other-abcde", "other", false, 8080, endpoint{ip: "127.0.0.15", ready: ptr.To(false), uid: "pod-o"})
+		// Two starting replicas: one never listens, one listens a moment
+		// after the wait began.
+		k.slice(t, ns, "starting-abcde", "starting", false, 8080,
+			endpoint{ip: "127.0.0.12", ready: ptr.To(false), uid: "pod-silent"},
+			endpoint{ip: "127.0.0.13", ready: ptr.To(false), uid: "pod-late"})
+		_, ok := kube.Ready(fn)
+		require.False(t, ok, "nothing answered a probe yet")
+
+		type result struct {
+			u   *url.URL
+			err error
+		}
+		done := make(chan result, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		go func() {
+			u, err := kube.Await(ctx, fn)
+			done <- result{u, err}
+		}()
+		time.Sleep(200 * time.Millisecond)
+		late := serveAt(t, "127.0.0.13", port, countingHandler(&atomic.Int32{}))
+		r := <-done
+		require.NoError(t, r.err)
+		want := "http://127.0.0.13:" + strconv.Itoa(int(port))
+		assert.Equal(t, want, r.u.String(), "the replica that answered, while the slice still calls it not ready")
+		assert.Zero(t, activatorHits.Load(), "the activator's own address is never probed")
+		assert.Zero(t, otherHits.Load(), "another Function's replica is never probed")
+
+		u, ok := kube.Ready(fn)
+		require.True(t, ok, "the replica that answered serves the next requests")
+		assert.Equal(t, want, u.String())
+
+		// Its container fails: forwarding to it fails, and it is not used
+		// again until it answers a probe anew.
+		late()
+		kube.Failed(fn, u)
+		_, ok = kube.Ready(fn)
+		assert.False(t, ok, "a replica that failed after its answer is not used again")
+		short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancelShort()
+		_, err := kube.Await(short, fn)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "no replica answers now")
 	})
 
 	running := func(at time.Time) v1alpha2.Condition {
@@ -407,6 +464,24 @@ func testReplicas(t *testing.T, k *cluster) {
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 		})
 	}
+}
+
+// serveAt serves h on ip:port of this machine's loopback until the test
+// ends or the returned function is called.
+func serveAt(t *testing.T, ip string, port int32, h http.Handler) (stop func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
+	require.NoError(t, err)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	stop = func() { _ = srv.Close() }
+	t.Cleanup(stop)
+	return stop
+}
+
+// countingHandler counts requests and answers 200.
+func countingHandler(n *atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { n.Add(1) })
 }
 
 func freePort(t *testing.T) int32 {

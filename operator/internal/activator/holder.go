@@ -34,6 +34,9 @@ type Replicas interface {
 	// returns a *Failure as soon as the Function reports that none will
 	// become ready, and ctx's error when ctx ends first.
 	Await(ctx context.Context, fn types.NamespacedName) (*url.URL, error)
+	// Failed is told of a replica that forwarding could not reach, so
+	// that it is not chosen again on the strength of an earlier answer.
+	Failed(fn types.NamespacedName, replica *url.URL)
 }
 
 // FailureRecorder reports a failed wake where the Function's owner sees
@@ -191,7 +194,7 @@ func NewHolder(waker Waker, replicas Replicas, opts Options) (*Holder, error) {
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite:      rewrite,
 		Transport:    transport,
-		ErrorHandler: forwardFailed,
+		ErrorHandler: h.forwardFailed,
 	}
 	if opts.Registerer != nil {
 		for _, c := range []prometheus.Collector{h.metrics.held, h.metrics.requests, h.metrics.wake} {
@@ -346,8 +349,13 @@ func rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-func forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
+func (h *Holder) forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
 	to, _ := r.Context().Value(targetKey{}).(forwardTo)
+	if to.target != nil && r.Context().Err() == nil {
+		// The replica did not answer (the caller is still there): its
+		// container may have gone since it was chosen.
+		h.replicas.Failed(to.fn, to.target)
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusBadGateway)

@@ -43,6 +43,7 @@ type fakeReplicas struct {
 	mu      sync.Mutex
 	ready   *url.URL
 	failure error
+	failed  []string
 	changed chan struct{}
 }
 
@@ -60,6 +61,16 @@ func (f *fakeReplicas) Ready(fn types.NamespacedName) (*url.URL, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ready, f.ready != nil
+}
+
+// Failed forgets the ready replica when it is the one that failed.
+func (f *fakeReplicas) Failed(fn types.NamespacedName, replica *url.URL) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = append(f.failed, replica.String())
+	if f.ready != nil && f.ready.String() == replica.String() {
+		f.ready = nil
+	}
 }
 
 func (f *fakeReplicas) Await(ctx context.Context, fn types.NamespacedName) (*url.URL, error) {
@@ -479,6 +490,9 @@ func TestHolderReplicaGoneWhileForwarding(t *testing.T) {
 	require.NoError(t, a.err)
 	assert.Equal(t, http.StatusBadGateway, a.status)
 	assert.Contains(t, a.body, "Function default/hello: forwarding to its replica failed")
+	h.replicas.mu.Lock()
+	defer h.replicas.mu.Unlock()
+	assert.Equal(t, []string{replica.String()}, h.replicas.failed, "the replica that did not answer is reported")
 }
 
 func TestNewHolderMetricsRegisteredTwice(t *testing.T) {

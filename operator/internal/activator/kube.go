@@ -75,6 +75,14 @@ type Kube struct {
 	// Recheck bounds how long Await waits without a change notice
 	// (Changed) before it looks again; 1 s if zero.
 	Recheck time.Duration
+	// Probe asks a starting replica whether it answers; HTTPProbe if nil.
+	Probe ProbeFunc
+	// ProbeEvery and ProbeLimit pace and bound the probes of one starting
+	// replica in one wake; DefaultProbeEvery and DefaultProbeLimit if zero.
+	ProbeEvery time.Duration
+	ProbeLimit int
+
+	probed probed
 
 	mu      sync.Mutex
 	wakes   map[types.NamespacedName]time.Time
@@ -144,7 +152,7 @@ func SetScale(ctx context.Context, c client.Client, fn types.NamespacedName, fro
 	return true, nil
 }
 
-// Replica is one ready replica of a Function.
+// Replica is one replica of a Function.
 type Replica struct {
 	// UID of its Pod ("" when the endpoint names none).
 	UID string
@@ -154,54 +162,72 @@ type Replica struct {
 // ReadyReplicas are the ready endpoints of the Function's Service's own
 // EndpointSlices (not the activator's), in the order the slices list them.
 func (k *Kube) ReadyReplicas(ctx context.Context, fn types.NamespacedName) ([]Replica, error) {
+	ready, _, err := k.replicas(ctx, fn)
+	return ready, err
+}
+
+// replicas are the endpoints of the Function's Service's own EndpointSlices
+// (never the activator's, nor another Service's): the ready ones, and the
+// starting ones (listed, not ready, not terminating), in the order the
+// slices list them.
+func (k *Kube) replicas(ctx context.Context, fn types.NamespacedName) (ready, starting []Replica, err error) {
 	slices := &discoveryv1.EndpointSliceList{}
 	if err := k.Cache.List(ctx, slices, client.InNamespace(fn.Namespace),
 		client.MatchingLabels{labelServiceName: fn.Name}); err != nil {
-		return nil, fmt.Errorf("listing the EndpointSlices of Function %s: %w", fn, err)
+		return nil, nil, fmt.Errorf("listing the EndpointSlices of Function %s: %w", fn, err)
 	}
 	port := k.Port
 	if port == 0 {
 		port = FunctionPort
 	}
-	var out []Replica
 	for _, s := range slices.Items {
 		if s.Labels[labelSliceOwner] == module.ActivatorSliceManagedBy {
 			continue
 		}
 		for _, e := range s.Endpoints {
-			if !endpointReady(e) || len(e.Addresses) == 0 {
+			c := e.Conditions
+			if len(e.Addresses) == 0 || (c.Terminating != nil && *c.Terminating) {
 				continue
 			}
 			r := Replica{URL: &url.URL{Scheme: "http", Host: net.JoinHostPort(e.Addresses[0], strconv.Itoa(port))}}
 			if e.TargetRef != nil {
 				r.UID = string(e.TargetRef.UID)
 			}
-			out = append(out, r)
+			// A missing ready condition means ready (the API's convention).
+			if c.Ready == nil || *c.Ready {
+				ready = append(ready, r)
+			} else {
+				starting = append(starting, r)
+			}
 		}
 	}
-	return out, nil
+	return ready, starting, nil
 }
 
-// endpointReady: a missing ready condition means ready (the API's
-// convention); a terminating endpoint is not.
-func endpointReady(e discoveryv1.Endpoint) bool {
-	c := e.Conditions
-	return (c.Ready == nil || *c.Ready) && (c.Terminating == nil || !*c.Terminating)
-}
-
-// Ready returns a ready replica without waiting.
+// Ready returns, without waiting, a replica the cluster lists as ready, or
+// else one that answered the activator's probe moments ago.
 func (k *Kube) Ready(fn types.NamespacedName) (*url.URL, bool) {
-	replicas, err := k.ReadyReplicas(context.Background(), fn)
-	if err != nil || len(replicas) == 0 {
+	ready, starting, err := k.replicas(context.Background(), fn)
+	if err != nil {
 		return nil, false
 	}
-	return replicas[0].URL, true
+	if len(ready) > 0 {
+		return ready[0].URL, true
+	}
+	return k.probed.trusted(fn, starting, time.Now())
 }
 
-// Await waits for a ready replica. It fails with StartFailed once the
-// Function's Running condition is False with reason DeploymentFailed and
-// changed after the wake began (an older one is from before the Function
-// was at zero).
+// Failed forgets a replica that answered a probe but whose forwarding then
+// failed: its container went, and kubelet's verdict is awaited again.
+func (k *Kube) Failed(fn types.NamespacedName, u *url.URL) {
+	k.probed.failed(fn, u)
+}
+
+// Await waits for a replica: one the cluster lists as ready, or a starting
+// one that answers the activator's probe first. It fails with StartFailed
+// once the Function's Running condition is False with reason
+// DeploymentFailed and changed after the wake began (an older one is from
+// before the Function was at zero).
 func (k *Kube) Await(ctx context.Context, fn types.NamespacedName) (*url.URL, error) {
 	k.mu.Lock()
 	began, ok := k.wakes[fn]
@@ -216,17 +242,39 @@ func (k *Kube) Await(ctx context.Context, fn types.NamespacedName) (*url.URL, er
 	if recheck <= 0 {
 		recheck = time.Second
 	}
+	probe, every, limit := k.Probe, k.ProbeEvery, k.ProbeLimit
+	if probe == nil {
+		probe = HTTPProbe(probeClient())
+	}
+	if every <= 0 {
+		every = DefaultProbeEvery
+	}
+	if limit <= 0 {
+		limit = DefaultProbeLimit
+	}
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	running := newProbes(probe, every, limit)
+	defer running.stop()
 	for {
 		changed := k.changes()
-		if u, ok := k.Ready(fn); ok {
-			return u, nil
+		ready, starting, err := k.replicas(ctx, fn)
+		if err != nil {
+			return nil, err
+		}
+		if len(ready) > 0 {
+			return ready[0].URL, nil
 		}
 		if err := k.startFailed(ctx, fn, began); err != nil {
 			return nil, err
 		}
+		running.follow(pctx, starting)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("no ready replica of Function %s yet: %w", fn, ctx.Err())
+		case u := <-running.first:
+			k.probed.answered(fn, u, time.Now())
+			return u, nil
 		case <-changed:
 		case <-time.After(recheck):
 		}
