@@ -159,19 +159,21 @@ func TestScaleToZero(t *testing.T) {
 		e.waitCondition(t, ns, "hello", v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated)
 		e.finishJob(t, e.jobs(t, ns, "hello")[0], true)
 		dep := e.waitDeployment(t, ns, "hello")
-		e.waitRouting(t, ns, "hello", routing{hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2"}}, "parked: no replica ready")
-
-		// An activator Pod more: every parked slice follows.
-		e.activatorPods(t, "10.9.0.1", "10.9.0.2", "10.9.0.3")
-		e.waitRouting(t, ns, "hello", routing{hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}}, "the activator's Pods")
-
-		// Ready: the selector first, our slice emptied once the Service's
-		// own slice shows the replica.
-		e.readyDeployment(t, dep)
 		fn := e.function(t, ns, "hello")
 		selector := resources.SelectorLabels(fn)
+		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2"}},
+			"waking: no replica ready, the cluster lists the starting ones")
+
+		// An activator Pod more: every slice of a Function without a ready
+		// replica follows.
+		e.activatorPods(t, "10.9.0.1", "10.9.0.2", "10.9.0.3")
+		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}}, "the activator's Pods")
+
+		// Ready: our slice emptied once the Service's own slice shows the
+		// replica.
+		e.readyDeployment(t, dep)
 		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}},
-			"the selector back, the activator kept until the Service's slice is ready")
+			"the activator kept until the Service's slice is ready")
 		e.serviceSlice(t, ns, "hello", "10.1.0.7")
 		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true}, "served")
 		e.waitCondition(t, ns, "hello", v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
@@ -201,7 +203,7 @@ func TestScaleToZero(t *testing.T) {
 
 		e.noReplicas(t, ns, "hello")
 
-		// Woken: one replica; once it is ready the selector is back.
+		// Woken: one replica, the selector back at once.
 		e.edit(t, ns, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](1) })
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			deps := e.deployments(c, ns, "hello")
@@ -210,10 +212,11 @@ func TestScaleToZero(t *testing.T) {
 				assert.EqualValues(c, 1, ptr.Deref(dep.Spec.Replicas, 1))
 			}
 		}, eventual, tick)
-		e.waitRouting(t, ns, "hello", routing{hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}}, "parked until a replica is ready")
+		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}},
+			"waking: the selector back, the activator kept until a replica is ready")
 		e.readyDeployment(t, dep)
 		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}},
-			"the selector back; the Service's old slice went with the parking")
+			"ready; the Service's old slice went with the parking")
 		e.serviceSlice(t, ns, "hello", "10.1.0.9") // the cluster's EndpointSlice controller, for the new replica
 		e.waitRouting(t, ns, "hello", routing{selector: selector, hasSlice: true}, "served again")
 		require.NoError(t, e.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello"}, svc))
@@ -234,12 +237,12 @@ func TestScaleToZero(t *testing.T) {
 		fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](0), MaxReplicas: ptr.To[int32](1)}
 		require.NoError(t, e.c.Create(ctx, fn))
 		dep := e.waitDeployment(t, ns, fn.Name)
-		e.waitRouting(t, ns, fn.Name, routing{hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}}, "parked")
+		selector := resources.SelectorLabels(e.function(t, ns, fn.Name))
+		e.waitRouting(t, ns, fn.Name, routing{selector: selector, hasSlice: true, activator: []string{"10.9.0.1", "10.9.0.2", "10.9.0.3"}}, "waking")
 		got := e.waitCondition(t, ns, fn.Name, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonFunctionSpecValidated)
 		assert.NotContains(t, conditionOf(got, v1alpha2.ConditionConfigurationReady).Message, "Warning", "minReplicas 0 has an effect in buildless mode")
 
 		e.readyDeployment(t, dep)
-		selector := resources.SelectorLabels(e.function(t, ns, fn.Name))
 		e.serviceSlice(t, ns, fn.Name, "10.1.0.8")
 		e.waitRouting(t, ns, fn.Name, routing{selector: selector, hasSlice: true}, "served")
 

@@ -233,14 +233,27 @@ func podServes(pod *corev1.Pod) bool {
 // parked reports whether a scale-to-zero Function is to be served by the
 // activator: asked to be at zero, or without a ready replica.
 func parked(p *pass) bool {
-	return ptr.Deref(p.fn.Spec.Replicas, 1) == 0 || p.deployment == nil || p.deployment.Status.ReadyReplicas == 0
+	return restRequested(p) || p.deployment == nil || p.deployment.Status.ReadyReplicas == 0
+}
+
+// restRequested reports whether a scale-to-zero Function is asked to be at
+// zero (spec.replicas 0: the activator's leader found it idle).
+func restRequested(p *pass) bool {
+	return ptr.Deref(p.fn.Spec.Replicas, 1) == 0
 }
 
 // route keeps a scale-to-zero Function's Service and EndpointSlice. Each
-// change is ordered so that the Service always has an endpoint: parking
-// fills the slice before the selector goes; serving restores the selector
-// and empties the slice once the Service's own slice shows a ready Pod (a
-// later pass: the Service's update and the slice's change requeue it).
+// change is ordered so that the Service always has an endpoint:
+//   - at rest (asked to be at zero) the Service has no selector and our
+//     slice lists the activator: parking fills the slice before the
+//     selector goes;
+//   - waking (asked for replicas, none ready yet) the Service has its
+//     selector and our slice still lists the activator: the cluster's slices
+//     then list the starting replicas as not ready, which the activator
+//     probes to forward on their first answer, while kube-proxy sends
+//     requests only to the ready endpoints, the activator's;
+//   - served (a ready replica) the slice is emptied once the Service's own
+//     slice shows a ready Pod (a later pass: the slice's change requeues it).
 func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service) error {
 	family, eps, err := r.activatorEndpoints(ctx)
 	if err != nil {
@@ -248,7 +261,7 @@ func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service
 	}
 	live := r.ourSlice(p)
 	svc := r.liveService(p, desired.Name)
-	if parked(p) && len(eps) > 0 {
+	if restRequested(p) && len(eps) > 0 {
 		if svc == nil {
 			// A new Service, no client yet: made first, so that a slice
 			// never names a Service of that name that is not the
@@ -269,15 +282,26 @@ func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service
 		return r.dropServiceSlices(ctx, p, desired.Name)
 	}
 	if parked(p) {
-		// No activator Pod is ready: dropping the selector would leave the
-		// Service without any endpoint. It stays served until one is (a
-		// change of the activator's slices requeues the Function).
-		logr.FromContextOrDiscard(ctx).Info("no ready activator Pod: the Function's Service keeps its selector",
-			"service", module.ActivatorServiceName, "namespace", r.cfg.BaseNamespace)
-		if err := r.keepService(ctx, p, desired); err != nil || p.stop {
+		keep := eps
+		if len(eps) == 0 {
+			// No activator Pod is ready: dropping the selector would leave
+			// the Service without any endpoint. It stays served until one
+			// is (a change of the activator's slices requeues the
+			// Function).
+			logr.FromContextOrDiscard(ctx).Info("no ready activator Pod: the Function's Service keeps its selector",
+				"service", module.ActivatorServiceName, "namespace", r.cfg.BaseNamespace)
+			keep = sliceEndpoints(live)
+		}
+		if svc == nil {
+			if err := r.keepService(ctx, p, desired); err != nil || p.stop {
+				return err
+			}
+			return r.keepSlice(ctx, p, live, family, keep)
+		}
+		if err := r.keepSlice(ctx, p, live, family, keep); err != nil || p.stop {
 			return err
 		}
-		return r.keepSlice(ctx, p, live, family, sliceEndpoints(live))
+		return r.keepService(ctx, p, desired)
 	}
 	hadSelector := svc != nil && len(svc.Spec.Selector) > 0
 	if err := r.keepService(ctx, p, desired); err != nil || p.stop {

@@ -214,15 +214,17 @@ func (f *fixture) functionPod(t *testing.T, fn *v1alpha2.Function, name, addr st
 	f.writes.take()
 }
 
-// A scale-to-zero Function from its start to zero and back: parked while
-// no replica is ready, served once one is, parked again when asked for
-// zero, its replicas drained before the Deployment goes to zero.
+// A scale-to-zero Function from its start to zero and back: waking while
+// no replica is ready (its selector on, so that the cluster lists the
+// starting replicas for the activator to probe, and the activator its only
+// ready endpoint), served once one is, parked when asked for zero, its
+// replicas drained before the Deployment goes to zero.
 func TestScaleToZeroParksServesAndDrains(t *testing.T) {
 	fn := stzFunction("hello")
 	f, s := stzFixture(t, fn)
 	selector := resources.SelectorLabels(fn)
 
-	// New, no replica ready: parked. The slice is made before the Service.
+	// New, no replica ready: waking.
 	f.reconcile(t, "hello")
 	assert.Equal(t, map[string]int{"create *v1.Deployment": 1, "create *v1.EndpointSlice": 1, "create *v1.Service": 1}, f.writes.take())
 	slice := f.activatorSlice(t, "hello")
@@ -230,10 +232,10 @@ func TestScaleToZeroParksServesAndDrains(t *testing.T) {
 	assert.Equal(t, "hello-activator", slice.Name)
 	assert.Equal(t, []string{"10.9.0.1", "10.9.0.2"}, addresses(slice), "the activator's ready Pods")
 	assert.EqualValues(t, module.ActivatorPortFirst, *slice.Ports[0].Port)
-	assert.Empty(t, f.service(t, "hello").Spec.Selector, "parked")
+	assert.Equal(t, selector, f.service(t, "hello").Spec.Selector, "waking: the cluster lists the starting replicas")
 
-	// A replica is ready: the selector first; the slice keeps the
-	// activator until the Service's own slice shows the replica.
+	// A replica is ready: the slice keeps the activator until the
+	// Service's own slice shows the replica.
 	f.setReady(t, 1)
 	f.reconcile(t, "hello")
 	assert.Equal(t, selector, f.service(t, "hello").Spec.Selector, "served")
@@ -304,14 +306,17 @@ func TestScaleToZeroParksServesAndDrains(t *testing.T) {
 	f.reconcile(t, "hello")
 	assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonScaledToZero)
 
-	// Woken: scaled up at once, parked until a replica is ready.
+	// Woken: scaled up at once, its selector back at once, the activator
+	// its only ready endpoint until a replica is ready.
 	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](1) })
 	f.reconcile(t, "hello")
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas)
-	assert.Empty(t, f.service(t, "hello").Spec.Selector, "no replica ready yet")
+	assert.Equal(t, selector, f.service(t, "hello").Spec.Selector, "waking")
+	assert.Len(t, addresses(f.activatorSlice(t, "hello")), 2, "no replica ready yet")
 	f.setReady(t, 1)
 	f.reconcile(t, "hello")
 	assert.Equal(t, selector, f.service(t, "hello").Spec.Selector)
+	assert.Len(t, addresses(f.activatorSlice(t, "hello")), 2, "until the Service's own slice shows the replica")
 }
 
 // A drain whose replicas never answer ends with the Function's timeout.
@@ -415,7 +420,7 @@ func TestScaleToZeroInBuildMode(t *testing.T) {
 	f.r.api = f.client
 	f.reconcile(t, "hello")
 	require.Len(t, f.deployments(t), 1)
-	assert.Empty(t, f.service(t, "hello").Spec.Selector, "parked until a replica is ready")
+	assert.Equal(t, resources.SelectorLabels(fn), f.service(t, "hello").Spec.Selector, "waking until a replica is ready")
 	assert.Equal(t, []string{"10.9.0.1"}, addresses(f.activatorSlice(t, "hello")))
 	assert.Empty(t, f.hpas(t), "minReplicas 0, maxReplicas 1: no autoscaler")
 
