@@ -45,7 +45,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts AppOptions) error {
 	id := module.Activator()
 	log := mgr.GetLogger().WithName("activator")
 	kube := &Kube{Cache: mgr.GetCache(), Client: mgr.GetClient(), Events: opts.Events}
-	holder, err := NewHolder(kube, kube, Options{Timeout: opts.HoldTimeout, Registerer: opts.Metrics, Recorder: kube})
+	holder, err := NewHolder(kube, kube, Options{Timeout: opts.HoldTimeout, Registerer: opts.Metrics, Recorder: kube, Timeouts: kube})
 	if err != nil {
 		return err
 	}

@@ -234,6 +234,7 @@ func TestCluster(t *testing.T) {
 	t.Run("ListenersOfAStoppingReplica", func(t *testing.T) { testListenersOfAStoppingReplica(t, k) })
 	t.Run("ScaleDowns", func(t *testing.T) { testScaleDowns(t, k) })
 	t.Run("FailureRecorder", func(t *testing.T) { testFailureRecorder(t, k) })
+	t.Run("WaitCause", func(t *testing.T) { testWaitCause(t, k) })
 }
 
 type event struct {
@@ -416,20 +417,25 @@ func testReplicas(t *testing.T, k *cluster) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded, "no replica answers now")
 	})
 
-	running := func(at time.Time) v1alpha2.Condition {
+	running := func(reason string, at time.Time) v1alpha2.Condition {
 		return v1alpha2.Condition{Type: v1alpha2.ConditionRunning, Status: corev1.ConditionFalse,
-			Reason: v1alpha2.ReasonDeploymentFailed, Message: "image example/x cannot be pulled",
+			Reason: reason, Message: "image example/x cannot be pulled",
 			LastTransitionTime: metav1.NewTime(at)}
 	}
 	tests := []struct {
-		name string
+		name   string
+		reason string
 		// conditionAge is how long before the wake the condition was set;
 		// negative: after it.
 		conditionAge time.Duration
 		wantFailure  bool
 	}{
-		{name: "DeploymentFailed after the wake is StartFailed", conditionAge: -2 * time.Second, wantFailure: true},
-		{name: "DeploymentFailed from before the wake is not", conditionAge: time.Hour, wantFailure: false},
+		{name: "DeploymentFailed after the wake is StartFailed", reason: v1alpha2.ReasonDeploymentFailed, conditionAge: -2 * time.Second, wantFailure: true},
+		{name: "DeploymentFailed from before the wake is not", reason: v1alpha2.ReasonDeploymentFailed, conditionAge: time.Hour, wantFailure: false},
+		{name: "ReplicaImagePullFailed after the wake is StartFailed", reason: v1alpha2.ReasonReplicaImagePullFailed, conditionAge: -2 * time.Second, wantFailure: true},
+		{name: "ReplicaCrashLoop after the wake is StartFailed", reason: v1alpha2.ReasonReplicaCrashLoop, conditionAge: -2 * time.Second, wantFailure: true},
+		{name: "ReplicaConfigError after the wake is StartFailed", reason: v1alpha2.ReasonReplicaConfigError, conditionAge: -2 * time.Second, wantFailure: true},
+		{name: "ReplicaRefused after the wake is StartFailed", reason: v1alpha2.ReasonReplicaRefused, conditionAge: -2 * time.Second, wantFailure: true},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -439,7 +445,7 @@ func testReplicas(t *testing.T, k *cluster) {
 			wokeAt := time.Now()
 			require.NoError(t, kube.Wake(context.Background(), fn))
 			require.NoError(t, k.c.Get(context.Background(), fn, f))
-			f.Status.Conditions = []v1alpha2.Condition{running(wokeAt.Add(-tc.conditionAge))}
+			f.Status.Conditions = []v1alpha2.Condition{running(tc.reason, wokeAt.Add(-tc.conditionAge))}
 			require.NoError(t, k.c.Status().Update(context.Background(), f))
 			eventually(t, "the cache has the condition", func() (bool, string) {
 				got := &v1alpha2.Function{}
@@ -455,7 +461,7 @@ func testReplicas(t *testing.T, k *cluster) {
 			if tc.wantFailure {
 				require.ErrorAs(t, err, &failure)
 				assert.Equal(t, StartFailed, failure.Reason)
-				assert.Equal(t, v1alpha2.ReasonDeploymentFailed, failure.Cause)
+				assert.Equal(t, tc.reason, failure.Cause)
 				assert.Equal(t, "image example/x cannot be pulled", failure.Detail)
 				return
 			}
@@ -482,6 +488,43 @@ func serveAt(t *testing.T, ip string, port int32, h http.Handler) (stop func()) 
 // countingHandler counts requests and answers 200.
 func countingHandler(n *atomic.Int32) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { n.Add(1) })
+}
+
+// testWaitCause: a wake that times out while the Function reports that the
+// cluster cannot place its replica says so in its Failure.
+func testWaitCause(t *testing.T, k *cluster) {
+	ns := k.namespace(t, "waitcause")
+	f := k.function(t, ns, "big", 0, ptr.To[int32](0), nil)
+	fn := client.ObjectKeyFromObject(f)
+	kube := &Kube{Cache: k.cache, Client: k.c, Recheck: 100 * time.Millisecond}
+	f.Status.Conditions = []v1alpha2.Condition{{Type: v1alpha2.ConditionRunning, Status: corev1.ConditionUnknown,
+		Reason: v1alpha2.ReasonReplicaUnschedulable, LastTransitionTime: metav1.Now(),
+		Message: "Deployment big-abcde: Pod big-abcde-12345 is not placed: 0/4 nodes are available: 1 Insufficient cpu."}}
+	require.NoError(t, k.c.Status().Update(context.Background(), f))
+	eventually(t, "the cache has the condition", func() (bool, string) {
+		got := &v1alpha2.Function{}
+		err := k.cache.Get(context.Background(), fn, got)
+		return err == nil && len(got.Status.Conditions) == 1, fmt.Sprint(err, got.Status.Conditions)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := kube.Await(ctx, fn)
+	var failure *Failure
+	require.ErrorAs(t, err, &failure)
+	assert.Equal(t, WakeTimeout, failure.Reason)
+	assert.Equal(t, "ReplicaUnschedulable: 0/4 nodes are available: 1 Insufficient cpu.", failure.Cause, "the scheduler's words, for any caller")
+	assert.Contains(t, failure.Detail, "Pod big-abcde-12345", "the Pod's name for the owner only")
+
+	// A Function's own hold timeout, read from the cache.
+	assert.Equal(t, time.Minute, kube.HoldTimeout(fn, time.Minute), "none set")
+	f = &v1alpha2.Function{}
+	require.NoError(t, k.c.Get(context.Background(), fn, f))
+	f.Annotations = map[string]string{v1alpha2.AnnotationWakeTimeout: "150s"}
+	require.NoError(t, k.c.Update(context.Background(), f))
+	eventually(t, "the Function's own hold timeout", func() (bool, string) {
+		got := kube.HoldTimeout(fn, time.Minute)
+		return got == 150*time.Second, got.String()
+	})
 }
 
 func freePort(t *testing.T) int32 {

@@ -39,6 +39,13 @@ type Replicas interface {
 	Failed(fn types.NamespacedName, replica *url.URL)
 }
 
+// Timeouts tells how long a Function's requests are held while it wakes.
+type Timeouts interface {
+	// HoldTimeout is fn's hold timeout, def unless the Function sets its
+	// own.
+	HoldTimeout(fn types.NamespacedName, def time.Duration) time.Duration
+}
+
 // FailureRecorder reports a failed wake where the Function's owner sees
 // it (an event on the Function).
 type FailureRecorder interface {
@@ -104,6 +111,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Recorder is told of failed wakes; may be nil.
 	Recorder FailureRecorder
+	// Timeouts sets a Function's own hold timeout; Timeout for all if nil.
+	Timeouts Timeouts
 }
 
 // Holder answers requests for Functions: at once by forwarding to a ready
@@ -113,6 +122,7 @@ type Holder struct {
 	waker    Waker
 	replicas Replicas
 	recorder FailureRecorder
+	timeouts Timeouts
 	timeout  time.Duration
 	backoff  time.Duration
 	proxy    *httputil.ReverseProxy
@@ -122,9 +132,10 @@ type Holder struct {
 	attempts map[types.NamespacedName]*attempt
 }
 
-// attempt is one wake of a Function; done closes when target or failure
-// is set. A failed attempt answers until retryAt.
+// attempt is one wake of a Function, bounded by timeout; done closes when
+// target or failure is set. A failed attempt answers until retryAt.
 type attempt struct {
+	timeout time.Duration
 	done    chan struct{}
 	target  *url.URL
 	failure *Failure
@@ -162,6 +173,7 @@ func NewHolder(waker Waker, replicas Replicas, opts Options) (*Holder, error) {
 		waker:    waker,
 		replicas: replicas,
 		recorder: opts.Recorder,
+		timeouts: opts.Timeouts,
 		timeout:  opts.Timeout,
 		backoff:  opts.FailureBackoff,
 		attempts: map[types.NamespacedName]*attempt{},
@@ -232,7 +244,7 @@ func (h *Holder) serve(w http.ResponseWriter, r *http.Request, fn types.Namespac
 	}
 	if a.failure != nil {
 		h.metrics.requests.WithLabelValues(outcomeUnavailable).Inc()
-		unavailable(w, fn, a.failure, h.timeout)
+		unavailable(w, fn, a.failure, a.timeout)
 		return
 	}
 	h.metrics.requests.WithLabelValues(outcomeWokenForward).Inc()
@@ -247,7 +259,10 @@ func (h *Holder) join(fn types.NamespacedName) *attempt {
 	if a, ok := h.attempts[fn]; ok && (a.retryAt.IsZero() || time.Now().Before(a.retryAt)) {
 		return a
 	}
-	a := &attempt{done: make(chan struct{})}
+	a := &attempt{done: make(chan struct{}), timeout: h.timeout}
+	if h.timeouts != nil {
+		a.timeout = h.timeouts.HoldTimeout(fn, h.timeout)
+	}
 	h.attempts[fn] = a
 	go h.wake(fn, a)
 	return a
@@ -257,9 +272,9 @@ func (h *Holder) join(fn types.NamespacedName) *attempt {
 // by any request: held requests come and go, the wake serves the next.
 func (h *Holder) wake(fn types.NamespacedName, a *attempt) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
-	target, failure := h.tryWake(ctx, fn)
+	target, failure := h.tryWake(ctx, fn, a.timeout)
 	result := wakeResultReady
 	if failure != nil {
 		result = wakeResultFailed
@@ -296,13 +311,13 @@ func (h *Holder) forget(fn types.NamespacedName, a *attempt) {
 	}
 }
 
-func (h *Holder) tryWake(ctx context.Context, fn types.NamespacedName) (*url.URL, *Failure) {
+func (h *Holder) tryWake(ctx context.Context, fn types.NamespacedName, timeout time.Duration) (*url.URL, *Failure) {
 	if err := h.waker.Wake(ctx, fn); err != nil {
-		return nil, h.failure(ctx, WakeFailed, fmt.Errorf("asking for a replica: %w", err))
+		return nil, failure(ctx, WakeFailed, timeout, fmt.Errorf("asking for a replica: %w", err))
 	}
 	target, err := h.replicas.Await(ctx, fn)
 	if err != nil {
-		return nil, h.failure(ctx, StartFailed, fmt.Errorf("waiting for a ready replica: %w", err))
+		return nil, failure(ctx, StartFailed, timeout, fmt.Errorf("waiting for a ready replica: %w", err))
 	}
 	if target == nil {
 		return nil, &Failure{Reason: StartFailed, Detail: "a ready replica was reported without an address"}
@@ -312,13 +327,13 @@ func (h *Holder) tryWake(ctx context.Context, fn types.NamespacedName) (*url.URL
 
 // failure turns err into a Failure: the one it wraps, a timeout when the
 // wake ran out of time, else reason.
-func (h *Holder) failure(ctx context.Context, reason FailureReason, err error) *Failure {
+func failure(ctx context.Context, reason FailureReason, timeout time.Duration, err error) *Failure {
 	var f *Failure
 	if errors.As(err, &f) {
 		return f
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &Failure{Reason: WakeTimeout, Detail: fmt.Sprintf("no replica ready within %s: %v", h.timeout, err)}
+		return &Failure{Reason: WakeTimeout, Detail: fmt.Sprintf("no replica ready within %s: %v", timeout, err)}
 	}
 	return &Failure{Reason: reason, Detail: err.Error()}
 }

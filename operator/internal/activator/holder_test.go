@@ -377,6 +377,14 @@ func TestHolderAnswers503WithTheReason(t *testing.T) {
 			wantDetail: "waiting for a ready replica: the Function was deleted", wantResult: wakeResultFailed,
 		},
 		{
+			name: "no replica in time, the Function says why", timeout: time.Hour,
+			reported: &Failure{Reason: WakeTimeout, Cause: "ReplicaUnschedulable: 0/4 nodes are available: 1 Insufficient cpu.",
+				Detail: "no replica ready within the hold timeout: Deployment hello-x: Pod hello-x-y is not placed: 0/4 nodes are available: 1 Insufficient cpu."},
+			wantReason: WakeTimeout, wantCause: "ReplicaUnschedulable: 0/4 nodes are available: 1 Insufficient cpu.",
+			wantBody:   []string{"(WakeTimeout: ReplicaUnschedulable: 0/4 nodes are available: 1 Insufficient cpu.)"},
+			wantDetail: "Pod hello-x-y", wantResult: wakeResultTimeout,
+		},
+		{
 			name: "no replica in time", timeout: 200 * time.Millisecond,
 			wantReason: WakeTimeout, wantBody: []string{"(WakeTimeout)", "no replica became ready within 200ms"},
 			wantDetail: "no replica ready within 200ms: waiting for a ready replica: 0 of 1 replicas ready", wantResult: wakeResultTimeout,
@@ -450,6 +458,31 @@ func TestHolderWakesAgainAfterAFailure(t *testing.T) {
 	assert.Equal(t, http.StatusOK, second.status)
 	assert.Equal(t, "second", second.body)
 	assert.Equal(t, int32(2), h.waker.calls.Load())
+}
+
+// fixedTimeouts gives every Function the same hold timeout.
+type fixedTimeouts time.Duration
+
+func (f fixedTimeouts) HoldTimeout(types.NamespacedName, time.Duration) time.Duration {
+	return time.Duration(f)
+}
+
+func TestHolderHoldsForTheFunctionsOwnTimeout(t *testing.T) {
+	holder, err := NewHolder(&fakeWaker{}, newFakeReplicas(), Options{Timeout: time.Hour, Timeouts: fixedTimeouts(300 * time.Millisecond)})
+	require.NoError(t, err)
+	front := httptest.NewServer(holder.Handler(hello))
+	t.Cleanup(front.Close)
+	client := &http.Client{Timeout: 20 * time.Second}
+	start := time.Now()
+	res, err := client.Get(front.URL)
+	require.NoError(t, err)
+	defer func() { _ = res.Body.Close() }()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	assert.Equal(t, string(WakeTimeout), res.Header.Get(HeaderReason))
+	assert.Contains(t, string(body), "no replica became ready within 300ms", "the Function's own timeout, not the activator's hour")
+	assert.Less(t, time.Since(start), 10*time.Second)
 }
 
 func TestHolderClientGoneWhileHeld(t *testing.T) {

@@ -2,10 +2,13 @@ package activator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,6 +96,7 @@ var (
 	_ Waker           = (*Kube)(nil)
 	_ Replicas        = (*Kube)(nil)
 	_ FailureRecorder = (*Kube)(nil)
+	_ Timeouts        = (*Kube)(nil)
 )
 
 // Changed tells waiting Awaits that a Function or an EndpointSlice
@@ -271,6 +275,9 @@ func (k *Kube) Await(ctx context.Context, fn types.NamespacedName) (*url.URL, er
 		running.follow(pctx, starting)
 		select {
 		case <-ctx.Done():
+			if f := k.waitCause(fn); f != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, f
+			}
 			return nil, fmt.Errorf("no ready replica of Function %s yet: %w", fn, ctx.Err())
 		case u := <-running.first:
 			k.probed.answered(fn, u, time.Now())
@@ -291,11 +298,58 @@ func (k *Kube) startFailed(ctx context.Context, fn types.NamespacedName, began t
 	}
 	for _, c := range f.Status.Conditions {
 		if c.Type == v1alpha2.ConditionRunning && c.Status == corev1.ConditionFalse &&
-			c.Reason == v1alpha2.ReasonDeploymentFailed && !c.LastTransitionTime.Time.Before(began) {
+			slices.Contains(cannotStart, c.Reason) && !c.LastTransitionTime.Time.Before(began) {
 			return &Failure{Reason: StartFailed, Cause: c.Reason, Detail: c.Message}
 		}
 	}
 	return nil
+}
+
+// cannotStart are the reasons of a Running condition False that say a
+// Function's replicas will not start without a fix: the wake ends at once.
+var cannotStart = []string{
+	v1alpha2.ReasonDeploymentFailed, v1alpha2.ReasonReplicaRefused, v1alpha2.ReasonReplicaImagePullFailed,
+	v1alpha2.ReasonReplicaCrashLoop, v1alpha2.ReasonReplicaConfigError,
+}
+
+// waitCause is the WakeTimeout of a Function that reports why its replica
+// waits (Running ReplicaUnschedulable: the cluster has no room for it), or
+// nil. Its Cause carries the scheduler's words, which name nodes and
+// resources only, so that the 503 tells any caller that the cluster is
+// full; the whole message, which names the Pod, stays in Detail.
+func (k *Kube) waitCause(fn types.NamespacedName) *Failure {
+	f := &v1alpha2.Function{}
+	if err := k.Cache.Get(context.Background(), fn, f); err != nil {
+		return nil
+	}
+	for _, c := range f.Status.Conditions {
+		if c.Type != v1alpha2.ConditionRunning || c.Reason != v1alpha2.ReasonReplicaUnschedulable {
+			continue
+		}
+		words := c.Message
+		if _, after, ok := strings.Cut(c.Message, notPlaced); ok {
+			words = after
+		}
+		return &Failure{Reason: WakeTimeout, Cause: c.Reason + ": " + words,
+			Detail: "no replica ready within the hold timeout: " + c.Message}
+	}
+	return nil
+}
+
+// notPlaced ends the part of a ReplicaUnschedulable message that names the
+// Deployment and the Pod; the scheduler's words follow.
+const notPlaced = " is not placed: "
+
+// HoldTimeout is the Function's own hold timeout (activator.HoldTimeout),
+// def when it sets none or sets one that is not valid (the Function
+// controller warns of that on the Function).
+func (k *Kube) HoldTimeout(fn types.NamespacedName, def time.Duration) time.Duration {
+	f := &v1alpha2.Function{}
+	if err := k.Cache.Get(context.Background(), fn, f); err != nil {
+		return def
+	}
+	d, _ := HoldTimeout(f, def)
+	return d
 }
 
 // WakeFailed records a Warning event on the Function with the failure's

@@ -2,6 +2,7 @@ package activator
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,4 +56,47 @@ const (
 // between 2 s (the replicas' load) and 30 s.
 func ScrapeInterval(window time.Duration) time.Duration {
 	return min(max(window/5, minScrapeInterval), maxScrapeInterval)
+}
+
+// DefaultFunctionTimeout is the runtimes' own timeout of a call when the
+// Function sets no FUNC_TIMEOUT (docs/contributor/runtime-contract.md).
+const DefaultFunctionTimeout = 180 * time.Second
+
+// FunctionTimeout is the Function's FUNC_TIMEOUT (seconds), or
+// DefaultFunctionTimeout when it is unset or not a positive number: how
+// long a call may run before the runtime answers it itself.
+func FunctionTimeout(fn *v1alpha2.Function) time.Duration {
+	for _, e := range fn.Spec.Env {
+		if e.Name != "FUNC_TIMEOUT" || e.ValueFrom != nil {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(e.Value)); err == nil && n > 0 {
+			return time.Duration(n) * time.Second
+		}
+	}
+	return DefaultFunctionTimeout
+}
+
+// HoldTimeout reads how long a request to fn is held while it wakes: the
+// annotation v1alpha2.AnnotationWakeTimeout, or def without it. A value
+// that does not parse, is not positive, or is longer than the Function's
+// own timeout (a caller waiting longer would get the runtime's timeout
+// anyway) is an error; the caller holds for def and reports it.
+func HoldTimeout(fn *v1alpha2.Function, def time.Duration) (time.Duration, error) {
+	raw, ok := fn.Annotations[v1alpha2.AnnotationWakeTimeout]
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(raw))
+	if err != nil {
+		return def, fmt.Errorf("annotation %s: %q is not a duration such as 90s or 3m: %w", v1alpha2.AnnotationWakeTimeout, raw, err)
+	}
+	if d <= 0 {
+		return def, fmt.Errorf("annotation %s: %q is not positive", v1alpha2.AnnotationWakeTimeout, raw)
+	}
+	if limit := FunctionTimeout(fn); d > limit {
+		return def, fmt.Errorf("annotation %s: %q is longer than the Function's timeout of %s (FUNC_TIMEOUT)",
+			v1alpha2.AnnotationWakeTimeout, raw, limit)
+	}
+	return d, nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 )
@@ -64,6 +66,64 @@ func TestScrapeInterval(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.window.String(), func(t *testing.T) {
 			assert.Equal(t, tt.want, ScrapeInterval(tt.window))
+		})
+	}
+}
+
+func TestFunctionTimeout(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []corev1.EnvVar
+		want time.Duration
+	}{
+		{"unset", nil, 180 * time.Second},
+		{"set", []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "FUNC_TIMEOUT", Value: " 45 "}}, 45 * time.Second},
+		{"not a number", []corev1.EnvVar{{Name: "FUNC_TIMEOUT", Value: "soon"}}, 180 * time.Second},
+		{"zero", []corev1.EnvVar{{Name: "FUNC_TIMEOUT", Value: "0"}}, 180 * time.Second},
+		{"from a Secret", []corev1.EnvVar{{Name: "FUNC_TIMEOUT", ValueFrom: &corev1.EnvVarSource{}}}, 180 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := &v1alpha2.Function{Spec: v1alpha2.FunctionSpec{Env: tt.env}}
+			assert.Equal(t, tt.want, FunctionTimeout(fn))
+		})
+	}
+}
+
+func TestHoldTimeout(t *testing.T) {
+	const def = time.Minute
+	tests := []struct {
+		name       string
+		annotation *string
+		timeout    string // FUNC_TIMEOUT
+		want       time.Duration
+		wantErr    string
+	}{
+		{name: "none: the activator's", want: def},
+		{name: "set", annotation: ptr.To("3m"), want: 3 * time.Minute},
+		{name: "up to the Function's own timeout", annotation: ptr.To("300s"), timeout: "300", want: 5 * time.Minute},
+		{name: "longer than the Function's timeout", annotation: ptr.To("5m"), want: def,
+			wantErr: `annotation serverless.kyma-project.io/wake-timeout: "5m" is longer than the Function's timeout of 3m0s (FUNC_TIMEOUT)`},
+		{name: "not a duration", annotation: ptr.To("soon"), want: def, wantErr: `"soon" is not a duration such as 90s or 3m`},
+		{name: "zero", annotation: ptr.To("0s"), want: def, wantErr: `"0s" is not positive`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := &v1alpha2.Function{}
+			if tt.annotation != nil {
+				fn.Annotations = map[string]string{v1alpha2.AnnotationWakeTimeout: *tt.annotation}
+			}
+			if tt.timeout != "" {
+				fn.Spec.Env = []corev1.EnvVar{{Name: "FUNC_TIMEOUT", Value: tt.timeout}}
+			}
+			got, err := HoldTimeout(fn, def)
+			assert.Equal(t, tt.want, got)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
 		})
 	}
 }

@@ -46,6 +46,11 @@ const (
 	// scaleConfig.minReplicas 0 may go without a request before it is
 	// scaled to zero (a Go duration such as 90s or 5m).
 	AnnotationScaleToZeroAfter = "serverless.kyma-project.io/scale-to-zero-after"
+	// AnnotationWakeTimeout is how long a request to a Function at zero is
+	// held while it wakes (a Go duration, at most the Function's
+	// FUNC_TIMEOUT); the activator's hold timeout without it. Clusters
+	// whose nodes come up on demand need longer than the default.
+	AnnotationWakeTimeout = "serverless.kyma-project.io/wake-timeout"
 )
 
 // Condition types of a Function.

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,10 +38,6 @@ const (
 	DefaultDrainSettle = module.EndpointSettle
 	// drainScrapeEvery is the interval of the drain's scrapes.
 	drainScrapeEvery = 2 * time.Second
-	// defaultFunctionTimeout bounds a drain when the Function sets no
-	// FUNC_TIMEOUT: a call running longer has been answered by the
-	// runtime's own timeout.
-	defaultFunctionTimeout = 180 * time.Second
 	// scrapeTimeout bounds one scrape of one replica.
 	scrapeTimeout = 2 * time.Second
 )
@@ -102,20 +97,6 @@ func (d *drains) forget(key types.NamespacedName) {
 	delete(d.since, key)
 }
 
-// functionTimeout is the Function's FUNC_TIMEOUT (seconds), or the
-// runtimes' default of 180 s when it is unset or not a positive number.
-func functionTimeout(fn *v1alpha2.Function) time.Duration {
-	for _, e := range fn.Spec.Env {
-		if e.Name != "FUNC_TIMEOUT" || e.ValueFrom != nil {
-			continue
-		}
-		if n, err := strconv.Atoi(strings.TrimSpace(e.Value)); err == nil && n > 0 {
-			return time.Duration(n) * time.Second
-		}
-	}
-	return defaultFunctionTimeout
-}
-
 // drain keeps live's replicas in desired while they drain (holdReplicas).
 func (r *Reconciler) drain(ctx context.Context, p *pass, live, desired *appsv1.Deployment) error {
 	hold, err := r.holdReplicas(ctx, p, live, ptr.Deref(desired.Spec.Replicas, 1))
@@ -168,7 +149,7 @@ func (r *Reconciler) holdReplicas(ctx context.Context, p *pass, live *appsv1.Dep
 		return true, nil
 	}
 	now := p.now.Time
-	phase, next := drainAt(r.drains.start(p.key, now), now, r.settle, functionTimeout(p.fn))
+	phase, next := drainAt(r.drains.start(p.key, now), now, r.settle, activator.FunctionTimeout(p.fn))
 	log := logr.FromContextOrDiscard(ctx)
 	switch phase {
 	case drainSettling:

@@ -53,27 +53,6 @@ func TestDrainAt(t *testing.T) {
 	}
 }
 
-func TestFunctionTimeout(t *testing.T) {
-	tests := []struct {
-		name string
-		env  []corev1.EnvVar
-		want time.Duration
-	}{
-		{"unset", nil, 180 * time.Second},
-		{"set", []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "FUNC_TIMEOUT", Value: " 45 "}}, 45 * time.Second},
-		{"not a number", []corev1.EnvVar{{Name: "FUNC_TIMEOUT", Value: "soon"}}, 180 * time.Second},
-		{"zero", []corev1.EnvVar{{Name: "FUNC_TIMEOUT", Value: "0"}}, 180 * time.Second},
-		{"from a Secret", []corev1.EnvVar{{Name: "FUNC_TIMEOUT", ValueFrom: &corev1.EnvVarSource{}}}, 180 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fn := newFunction("hello")
-			fn.Spec.Env = tt.env
-			assert.Equal(t, tt.want, functionTimeout(fn))
-		})
-	}
-}
-
 // scrapes answers the drain's scrapes by address.
 type scrapes struct {
 	mu  sync.Mutex
@@ -407,7 +386,7 @@ func TestNoActivatorKeepsTheSelector(t *testing.T) {
 	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
 	for range 3 {
 		f.reconcile(t, "hello")
-		f.now = f.now.Add(DefaultDrainSettle + defaultFunctionTimeout)
+		f.now = f.now.Add(DefaultDrainSettle + activator.DefaultFunctionTimeout)
 	}
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "not drained while the Service is not parked")
 	assert.Equal(t, resources.SelectorLabels(fn), f.service(t, "hello").Spec.Selector)
