@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"maps"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -328,14 +330,14 @@ func testReplicas(t *testing.T, k *cluster) {
 	t.Run("the Service's own ready endpoints count, ours and unready ones do not", func(t *testing.T) {
 		f := k.function(t, ns, "ready", 1, nil, nil)
 		fn := client.ObjectKeyFromObject(f)
-		// The unready endpoint is probed: nothing answers there.
-		kube := &Kube{Cache: k.cache, Client: k.c, Port: int(freePort(t))}
+		// The unready endpoint is probed: it never answers.
+		kube := &Kube{Cache: k.cache, Client: k.c, Probe: (&fakeProbes{}).probe}
 		_, ok := kube.Ready(fn)
 		assert.False(t, ok, "no slices yet")
 
-		k.slice(t, ns, "ready-activator", "ready", true, 20000, endpoint{ip: "127.0.0.9"})
+		k.slice(t, ns, "ready-activator", "ready", true, 20000, endpoint{ip: "198.51.100.9"})
 		k.slice(t, ns, "ready-abcde", "ready", false, 8080,
-			endpoint{ip: "127.0.0.1", ready: ptr.To(false), uid: "pod-a"})
+			endpoint{ip: "198.51.100.1", ready: ptr.To(false), uid: "pod-a"})
 		_, ok = kube.Ready(fn)
 		assert.False(t, ok, "only our slice and an unready endpoint")
 
@@ -350,10 +352,10 @@ func testReplicas(t *testing.T, k *cluster) {
 			u, err := kube.Await(ctx, fn)
 			done <- result{u, err}
 		}()
-		k.slice(t, ns, "ready-fghij", "ready", false, 8080, endpoint{ip: "127.0.0.2", ready: ptr.To(true), uid: "pod-b"})
+		k.slice(t, ns, "ready-fghij", "ready", false, 8080, endpoint{ip: "198.51.100.2", ready: ptr.To(true), uid: "pod-b"})
 		r := <-done
 		require.NoError(t, r.err)
-		assert.Equal(t, "http://127.0.0.2:"+strconv.Itoa(kube.Port), r.u.String())
+		assert.Equal(t, "http://198.51.100.2:8080", r.u.String())
 
 		replicas, err := kube.ReadyReplicas(context.Background(), fn)
 		require.NoError(t, err)
@@ -364,20 +366,18 @@ func testReplicas(t *testing.T, k *cluster) {
 	t.Run("a starting replica that answers the probe is taken before the cluster calls it ready", func(t *testing.T) {
 		f := k.function(t, ns, "starting", 1, nil, nil)
 		fn := client.ObjectKeyFromObject(f)
-		port := freePort(t)
-		kube := &Kube{Cache: k.cache, Client: k.c, Port: int(port), ProbeEvery: 10 * time.Millisecond}
+		probes := &fakeProbes{}
+		kube := &Kube{Cache: k.cache, Client: k.c, Probe: probes.probe, ProbeEvery: 10 * time.Millisecond}
 		// Addresses that must never be probed: the activator's own (our
 		// slice) and another Function's starting replica.
-		activatorHits, otherHits := &atomic.Int32{}, &atomic.Int32{}
-		serveAt(t, "127.0.0.14", port, countingHandler(activatorHits))
-		serveAt(t, "127.0.0.15", port, countingHandler(otherHits))
-		k.slice(t, ns, "starting-activator", "starting", true, 20001, endpoint{ip: "127.0.0.14"})
-		k.slice(t, ns, "other-abcde", "other", false, 8080, endpoint{ip: "127.0.0.15", ready: ptr.To(false), uid: "pod-o"})
-		// Two starting replicas: one never listens, one listens a moment
+		k.slice(t, ns, "starting-activator", "starting", true, 20001, endpoint{ip: "198.51.100.14"})
+		k.slice(t, ns, "other-abcde", "other", false, 8080, endpoint{ip: "198.51.100.15", ready: ptr.To(false), uid: "pod-o"})
+		probes.answer("198.51.100.14:8080", "198.51.100.15:8080")
+		// Two starting replicas: one never answers, one answers a moment
 		// after the wait began.
 		k.slice(t, ns, "starting-abcde", "starting", false, 8080,
-			endpoint{ip: "127.0.0.12", ready: ptr.To(false), uid: "pod-silent"},
-			endpoint{ip: "127.0.0.13", ready: ptr.To(false), uid: "pod-late"})
+			endpoint{ip: "198.51.100.12", ready: ptr.To(false), uid: "pod-silent"},
+			endpoint{ip: "198.51.100.13", ready: ptr.To(false), uid: "pod-late"})
 		_, ok := kube.Ready(fn)
 		require.False(t, ok, "nothing answered a probe yet")
 
@@ -392,14 +392,18 @@ func testReplicas(t *testing.T, k *cluster) {
 			u, err := kube.Await(ctx, fn)
 			done <- result{u, err}
 		}()
-		time.Sleep(200 * time.Millisecond)
-		late := serveAt(t, "127.0.0.13", port, countingHandler(&atomic.Int32{}))
+		eventually(t, "both starting replicas probed", func() (bool, string) {
+			n := probes.count()
+			return n["198.51.100.12:8080"] > 2 && n["198.51.100.13:8080"] > 2, fmt.Sprint(n)
+		})
+		probes.answer("198.51.100.13:8080")
 		r := <-done
 		require.NoError(t, r.err)
-		want := "http://127.0.0.13:" + strconv.Itoa(int(port))
+		const want = "http://198.51.100.13:8080"
 		assert.Equal(t, want, r.u.String(), "the replica that answered, while the slice still calls it not ready")
-		assert.Zero(t, activatorHits.Load(), "the activator's own address is never probed")
-		assert.Zero(t, otherHits.Load(), "another Function's replica is never probed")
+		n := probes.count()
+		assert.Zero(t, n["198.51.100.14:8080"], "the activator's own address is never probed")
+		assert.Zero(t, n["198.51.100.15:8080"], "another Function's replica is never probed")
 
 		u, ok := kube.Ready(fn)
 		require.True(t, ok, "the replica that answered serves the next requests")
@@ -407,7 +411,7 @@ func testReplicas(t *testing.T, k *cluster) {
 
 		// Its container fails: forwarding to it fails, and it is not used
 		// again until it answers a probe anew.
-		late()
+		probes.silence("198.51.100.13:8080")
 		kube.Failed(fn, u)
 		_, ok = kube.Ready(fn)
 		assert.False(t, ok, "a replica that failed after its answer is not used again")
@@ -472,22 +476,48 @@ func testReplicas(t *testing.T, k *cluster) {
 	}
 }
 
-// serveAt serves h on ip:port of this machine's loopback until the test
-// ends or the returned function is called.
-func serveAt(t *testing.T, ip string, port int32, h http.Handler) (stop func()) {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
-	require.NoError(t, err)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	stop = func() { _ = srv.Close() }
-	t.Cleanup(stop)
-	return stop
+// fakeProbes answers the probes of the addresses the test says answer,
+// and counts every probe by address: no connection is made.
+type fakeProbes struct {
+	mu        sync.Mutex
+	answering map[string]bool
+	probed    map[string]int
 }
 
-// countingHandler counts requests and answers 200.
-func countingHandler(n *atomic.Int32) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { n.Add(1) })
+func (p *fakeProbes) probe(_ context.Context, base *url.URL) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.probed == nil {
+		p.probed = map[string]int{}
+	}
+	p.probed[base.Host]++
+	if p.answering[base.Host] {
+		return nil
+	}
+	return errors.New("connection refused")
+}
+
+func (p *fakeProbes) answer(hosts ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.answering == nil {
+		p.answering = map[string]bool{}
+	}
+	for _, h := range hosts {
+		p.answering[h] = true
+	}
+}
+
+func (p *fakeProbes) silence(host string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.answering, host)
+}
+
+func (p *fakeProbes) count() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.probed)
 }
 
 // testWaitCause: a wake that times out while the Function reports that the
