@@ -309,7 +309,8 @@ func TestDrainEndsWithTheFunctionTimeout(t *testing.T) {
 	s.err = errors.New("connection refused")
 
 	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
-	f.reconcile(t, "hello")
+	f.reconcile(t, "hello") // parks the Service
+	f.reconcile(t, "hello") // the drain begins
 	f.now = f.now.Add(DefaultDrainSettle + 29*time.Second)
 	assert.Equal(t, drainScrapeEvery, f.reconcile(t, "hello"))
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "not drained, not timed out")
@@ -324,7 +325,8 @@ func TestDrainWithoutPodsEndsAfterTheSettle(t *testing.T) {
 	f.reconcile(t, "hello")
 	f.setReady(t, 1)
 	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
-	f.reconcile(t, "hello")
+	f.reconcile(t, "hello") // parks the Service
+	f.reconcile(t, "hello") // the drain begins
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas)
 	f.now = f.now.Add(DefaultDrainSettle)
 	f.reconcile(t, "hello")
@@ -404,6 +406,7 @@ func TestScaleToZeroInBuildMode(t *testing.T) {
 	assert.Empty(t, f.hpas(t), "minReplicas 0, maxReplicas 1: no autoscaler")
 
 	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
+	f.reconcile(t, "hello") // parks the Service: the drain begins at the next pass
 	f.reconcile(t, "hello")
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "the settle time")
 	f.now = f.now.Add(DefaultDrainSettle)
