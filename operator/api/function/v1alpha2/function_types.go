@@ -29,8 +29,15 @@ type FunctionSpec struct {
 	// Source of the Function: inline code or a Git repository.
 	Source Source `json:"source"`
 
-	// Env is added to the Function's container.
-	// +kubebuilder:validation:XValidation:rule="self.all(e, !(e.name in ['FUNC_RUNTIME', 'FUNC_HANDLER', 'FUNC_PORT', 'MOD_NAME', 'NODE_PATH', 'PYTHONPATH']))",message="spec.env: the names FUNC_RUNTIME, FUNC_HANDLER, FUNC_PORT, MOD_NAME, NODE_PATH and PYTHONPATH are reserved"
+	// The message names the first reserved name set, in the list's order,
+	// taken from the literals rather than from the user's names: those have
+	// no length bound, and the API server refuses a message expression
+	// whose estimated cost has none (as it refuses one with join()).
+
+	// Env is added to the Function's container. The names the runtime's
+	// server and the buildless Pod's start script read are reserved, as in
+	// release 1.13, and a rejection names the (first) one set.
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !(e.name in ['FUNC_RUNTIME', 'FUNC_HANDLER', 'FUNC_HANDLER_SOURCE', 'FUNC_HANDLER_DEPENDENCIES', 'FUNC_PORT', 'MOD_NAME', 'NODE_PATH', 'PYTHONPATH']))",messageExpression="'spec.env: ' + ['FUNC_RUNTIME', 'FUNC_HANDLER', 'FUNC_HANDLER_SOURCE', 'FUNC_HANDLER_DEPENDENCIES', 'FUNC_PORT', 'MOD_NAME', 'NODE_PATH', 'PYTHONPATH'].filter(n, self.exists(e, e.name == n))[0] + ' may not be set: the names FUNC_RUNTIME, FUNC_HANDLER, FUNC_HANDLER_SOURCE, FUNC_HANDLER_DEPENDENCIES, FUNC_PORT, MOD_NAME, NODE_PATH and PYTHONPATH are reserved'",message="spec.env: the names FUNC_RUNTIME, FUNC_HANDLER, FUNC_HANDLER_SOURCE, FUNC_HANDLER_DEPENDENCIES, FUNC_PORT, MOD_NAME, NODE_PATH and PYTHONPATH are reserved"
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`

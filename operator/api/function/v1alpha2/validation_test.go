@@ -39,6 +39,19 @@ func withInline(runtime, source, deps string) string {
 	return string(data)
 }
 
+// withEnv is an inline Node.js Function spec that sets the env names given.
+func withEnv(names ...string) string {
+	env := make([]map[string]string, 0, len(names))
+	for _, n := range names {
+		env = append(env, map[string]string{"name": n, "value": "mine"})
+	}
+	data, err := json.Marshal(env)
+	if err != nil {
+		panic(err)
+	}
+	return `{"runtime":"nodejs22",` + inline + `,"env":` + string(data) + `}`
+}
+
 // withGit is a Function spec with a Git source at url.
 func withGit(url string) string {
 	return `{"runtime":"nodejs22","source":{"gitRepository":{"url":"` + url + `","baseDir":"/","reference":"main"}}}`
@@ -95,7 +108,18 @@ func TestFunctionValidation(t *testing.T) {
 		{"git with blank reference", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"https://git.example/fn.git","baseDir":"/","reference":"  "}}}`, "spec.source.gitRepository.reference is required"},
 		{"git auth type", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"https://git.example/fn.git","baseDir":"/","reference":"main","auth":{"type":"token","secretName":"s"}}}}`, "spec.source.gitRepository.auth.type"},
 		{"git auth blank secret", `{"runtime":"nodejs22","source":{"gitRepository":{"url":"https://git.example/fn.git","baseDir":"/","reference":"main","auth":{"type":"key","secretName":" "}}}}`, "spec.source.gitRepository.auth.secretName is required"},
-		{"reserved env", `{"runtime":"nodejs22",` + inline + `,"env":[{"name":"FUNC_PORT","value":"1"}]}`, "spec.env: the names FUNC_RUNTIME"},
+		// Reserved env names, release 1.13's: the message names the variable
+		// (of several, the first in the reserved list's order).
+		{"reserved env FUNC_RUNTIME", withEnv("FUNC_RUNTIME"), "spec.env: FUNC_RUNTIME may not be set: the names FUNC_RUNTIME, FUNC_HANDLER, FUNC_HANDLER_SOURCE, FUNC_HANDLER_DEPENDENCIES, FUNC_PORT, MOD_NAME, NODE_PATH and PYTHONPATH are reserved"},
+		{"reserved env FUNC_HANDLER", withEnv("FUNC_HANDLER"), "spec.env: FUNC_HANDLER may not be set"},
+		{"reserved env FUNC_HANDLER_SOURCE", withEnv("FUNC_HANDLER_SOURCE"), "spec.env: FUNC_HANDLER_SOURCE may not be set"},
+		{"reserved env FUNC_HANDLER_DEPENDENCIES", withEnv("FUNC_HANDLER_DEPENDENCIES"), "spec.env: FUNC_HANDLER_DEPENDENCIES may not be set"},
+		{"reserved env FUNC_PORT", withEnv("FUNC_PORT"), "spec.env: FUNC_PORT may not be set"},
+		{"reserved env MOD_NAME", withEnv("MOD_NAME"), "spec.env: MOD_NAME may not be set"},
+		{"reserved env NODE_PATH", withEnv("NODE_PATH"), "spec.env: NODE_PATH may not be set"},
+		{"reserved env PYTHONPATH", withEnv("PYTHONPATH"), "spec.env: PYTHONPATH may not be set"},
+		{"reserved env among others", withEnv("GREETING", "FUNC_HANDLER_DEPENDENCIES", "LOG_LEVEL", "FUNC_HANDLER_SOURCE"), "spec.env: FUNC_HANDLER_SOURCE may not be set"},
+		{"env names like reserved ones", withEnv("FUNC_HANDLER_SOURCES", "func_runtime", "MY_PYTHONPATH", "FUNC_TIMEOUT", "FUNC_NAME"), ""},
 		{"reserved label prefix", `{"runtime":"nodejs22",` + inline + `,"labels":{"serverless.kyma-project.io/x":"y"}}`, "spec.labels: the prefix serverless.kyma-project.io/ is reserved"},
 		{"long label name", `{"runtime":"nodejs22",` + inline + `,"labels":{"` + strings.Repeat("l", 64) + `":"y"}}`, "spec.labels: label names must be shorter than 64 characters"},
 		{"reserved annotation prefix", `{"runtime":"nodejs22",` + inline + `,"annotations":{"serverless.kyma-project.io/x":"y"}}`, "spec.annotations: the prefix serverless.kyma-project.io/ is reserved"},

@@ -86,8 +86,10 @@ func TestAdmissionWarnings(t *testing.T) {
 		}
 		return out
 	}
+	// Every name the module sets after spec.env that the API server admits
+	// (FUNC_HANDLER_SOURCE and FUNC_HANDLER_DEPENDENCIES are reserved).
 	allEnv := vars("GREETING", "FUNC_NAME", "SERVICE_NAMESPACE", "TRACE_COLLECTOR_ENDPOINT", "PUBLISHER_PROXY_ADDRESS",
-		"PYTHONUNBUFFERED", "FUNC_HANDLER_SOURCE", "FUNC_HANDLER_DEPENDENCIES", "HANDLER_PATH", "FUNCTION_PATH")
+		"PYTHONUNBUFFERED", "HANDLER_PATH", "FUNCTION_PATH")
 	// pinned: the warnings of some cases spelled out, by mode (the others
 	// are compared with the controller's only).
 	none := map[string][]string{v1alpha1.FunctionModeBuild: {}, v1alpha1.FunctionModeBuildless: {}}
