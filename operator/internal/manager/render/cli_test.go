@@ -123,6 +123,26 @@ func TestCLIExtensionCommandsMakeValidFunctions(t *testing.T) {
 			assert.Empty(t, fn.Spec.RuntimeImageOverride)
 			assert.Empty(t, fn.Annotations, "no Istio annotation unless asked")
 			assert.Contains(t, fn.Spec.Source.Inline.Source, "module.exports")
+			assert.JSONEq(t, `{"dependencies": {}}`, fn.Spec.Source.Inline.Dependencies, "release 1.13's dependencies")
+		}},
+		{name: "create python312 without files", command: []string{"create"}, flags: map[string][]string{"runtime": {"python312"}}, want: func(t *testing.T, fn *v1alpha2.Function) {
+			assert.Equal(t, v1alpha2.Runtime("python312"), fn.Spec.Runtime)
+			assert.True(t, strings.HasPrefix(fn.Spec.Source.Inline.Source, "def main(event, context):\n    return "), "a Python handler:\n%s", fn.Spec.Source.Inline.Source)
+			assert.NotContains(t, fn.Spec.Source.Inline.Source, "module.exports")
+			assert.Empty(t, strings.TrimSpace(fn.Spec.Source.Inline.Dependencies), "no requirements")
+		}},
+		{name: "create python312 with dependencies only", command: []string{"create"}, flags: map[string][]string{"runtime": {"python312"}, "dependencies": {reqs}}, want: func(t *testing.T, fn *v1alpha2.Function) {
+			assert.Contains(t, fn.Spec.Source.Inline.Source, "def main(event, context):")
+			assert.Equal(t, "requests==2.32.3\n", fn.Spec.Source.Inline.Dependencies)
+		}},
+		{name: "create nodejs22 with source only", command: []string{"create"}, flags: map[string][]string{"runtime": {"nodejs22"}, "source": {js}}, want: func(t *testing.T, fn *v1alpha2.Function) {
+			assert.Equal(t, v1alpha2.Runtime("nodejs22"), fn.Spec.Runtime)
+			assert.Equal(t, jsSource, fn.Spec.Source.Inline.Source)
+			assert.JSONEq(t, `{"dependencies": {}}`, fn.Spec.Source.Inline.Dependencies)
+		}},
+		{name: "create nodejs20 without files", command: []string{"create"}, flags: map[string][]string{"runtime": {"nodejs20"}}, want: func(t *testing.T, fn *v1alpha2.Function) {
+			assert.Contains(t, fn.Spec.Source.Inline.Source, "module.exports")
+			assert.JSONEq(t, `{"dependencies": {}}`, fn.Spec.Source.Inline.Dependencies)
 		}},
 		{name: "create with every flag", command: []string{"create"}, flags: map[string][]string{
 			"namespace": {"cli"}, "runtime": {"python312"}, "source": {py}, "dependencies": {reqs}, "replicas": {"2"},
@@ -189,6 +209,18 @@ func TestCLIExtensionCommandsMakeValidFunctions(t *testing.T) {
 			assert.NoError(t, env.Client.Create(ctx, obj, client.DryRunAll), "the API server accepts:\n%s", raw)
 		})
 	}
+
+	// The language is read from the runtime's name: a Python runtime the
+	// CRD does not know yet gets a Python handler too.
+	t.Run("create a later python runtime", func(t *testing.T) {
+		cmd, err := ext.Command("create")
+		require.NoError(t, err)
+		cfg, err := cmd.Configure(ptr.To("cli-fn"), map[string][]string{"runtime": {"python314"}})
+		require.NoError(t, err)
+		inline := cfg["resource"].(map[string]any)["spec"].(map[string]any)["source"].(map[string]any)["inline"].(map[string]any)
+		assert.Contains(t, inline["source"], "def main(event, context):")
+		assert.Empty(t, strings.TrimSpace(inline["dependencies"].(string)))
+	})
 
 	t.Run("get one", func(t *testing.T) {
 		cmd, err := ext.Command("get")
@@ -269,4 +301,63 @@ func assertAddresses(t *testing.T, resource any, namespace, name string) {
 	assert.Equal(t, namespace, meta["namespace"])
 	gotName, _ := meta["name"].(string) // absent or null: every Function
 	assert.Equal(t, name, gotName)
+}
+
+// `kyma function explain` says what each mode makes of a Function: a build
+// Job and an autoscaler only in build mode, the autoscaler only with
+// spec.scaleConfig; buildless mode builds nothing; scale to zero in both.
+// The ConfigMap is the same in both modes, so the text must hold in each.
+func TestCLIExplainSaysWhatEachModeDoes(t *testing.T) {
+	ext := cliExtension(t)
+	cmd, err := ext.Command("explain")
+	require.NoError(t, err)
+	cfg, err := cmd.Configure(nil, nil)
+	require.NoError(t, err)
+	out, ok := cfg["output"].(string)
+	require.True(t, ok, "explain prints a text: %v", cfg)
+
+	// The text is an introduction, one item per mode, and what holds in
+	// both; the items start with "- Build mode" and "- Buildless mode".
+	intro, rest, ok := strings.Cut(out, "\n- Build mode:")
+	require.True(t, ok, "an item for build mode:\n%s", out)
+	build, rest, ok := strings.Cut(rest, "\n- Buildless mode:")
+	require.True(t, ok, "an item for buildless mode after build mode's:\n%s", out)
+	buildless, both, ok := strings.Cut(rest, "\nIn both modes")
+	require.True(t, ok, "what holds in both modes after the items:\n%s", out)
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	intro, build, buildless, both = flat(intro), flat(build), flat(buildless), flat(both)
+
+	for name, text := range map[string]string{"the introduction": intro, "what holds in both modes": both} {
+		assert.NotContains(t, text, "Job", "%s names no build Job: %s", name, text)
+		assert.NotRegexp(t, `(?i)autoscaler`, text, "%s names no autoscaler: %s", name, text)
+	}
+	assert.Contains(t, intro, "spec.functionMode", "the introduction says where the mode is set")
+
+	assert.Contains(t, build, "a Job builds an image")
+	assert.Regexp(t, `HorizontalPodAutoscaler runs only if spec\.scaleConfig sets maxReplicas above both minReplicas and 1`, build,
+		"build mode's autoscaler only with scaleConfig, as resources.HPA makes it")
+
+	assert.Contains(t, buildless, "nothing is built, there is no build Job")
+	assert.Contains(t, buildless, "No autoscaler runs")
+	assert.NotContains(t, buildless, "a Job builds")
+
+	assert.Contains(t, both, "spec.scaleConfig.minReplicas 0 scales an idle Function to zero")
+	for _, rt := range v1alpha2.Runtimes() {
+		assert.Contains(t, both, string(rt), "explain lists runtime %s", rt)
+	}
+
+	// The help texts of the other commands (delete's names what goes with
+	// a Function) claim build Jobs and autoscalers for build mode only.
+	var walk func(e *cliext.Extension)
+	walk = func(e *cliext.Extension) {
+		for _, text := range []string{e.Metadata.Description, e.Metadata.DescriptionLong} {
+			if strings.Contains(text, "Job") || strings.Contains(strings.ToLower(text), "autoscaler") {
+				assert.Contains(t, text, "in build mode", "%q: %s", e.Word(), text)
+			}
+		}
+		for i := range e.SubCommands {
+			walk(&e.SubCommands[i])
+		}
+	}
+	walk(ext)
 }

@@ -107,10 +107,12 @@ func TestDashboardExtensionForFunctions(t *testing.T) {
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "presets"}}))
 	runtimes := map[string]bool{}
 	defaults := 0
+	var defaultRuntime any
 	for _, p := range dataOf(t, cm, "presets").([]any) {
 		preset := p.(map[string]any)
 		if preset["default"] == true {
 			defaults++
+			defaultRuntime, _, _ = unstructured.NestedFieldNoCopy(preset, "value", "spec", "runtime")
 		}
 		t.Run(preset["name"].(string), func(t *testing.T) {
 			fn := &unstructured.Unstructured{Object: preset["value"].(map[string]any)}
@@ -124,6 +126,13 @@ func TestDashboardExtensionForFunctions(t *testing.T) {
 		})
 	}
 	assert.Equal(t, 1, defaults, "one default preset")
+	assert.Equal(t, string(v1alpha2.RuntimeNodejs24), defaultRuntime, "the default preset is Node.js 24, release 1.13's `kyma function create` default")
+	create, err := cliExtension(t).Command("create")
+	require.NoError(t, err)
+	runtimeFlag, ok := create.Flag("runtime")
+	require.True(t, ok)
+	require.NotNil(t, runtimeFlag.Default)
+	assert.Equal(t, *runtimeFlag.Default, defaultRuntime, "the dashboard's default runtime is `kyma function create`'s")
 	for _, rt := range v1alpha2.Runtimes() {
 		assert.True(t, runtimes[string(rt)], "a preset for %s", rt)
 	}
