@@ -47,6 +47,10 @@ func specWarnings(fn *v1alpha2.Function, cfg *config.Config) []string {
 			// same annotation); ". " would end the warning early.
 			add("%s: the Function is not scaled to zero", strings.ReplaceAll(err.Error(), ". ", "."))
 		}
+		if _, err := activator.HoldTimeout(fn, activator.DefaultHoldTimeout); err != nil {
+			// The activator holds for its own timeout instead.
+			add("%s: requests at zero are held for the activator's hold timeout", strings.ReplaceAll(err.Error(), ". ", "."))
+		}
 	}
 	if cfg.Mode == config.ModeBuildless {
 		// minReplicas 0 scales to zero in buildless mode too.

@@ -149,6 +149,10 @@ func TestAdmissionWarnings(t *testing.T) {
 			f.Spec.ScaleConfig = scaled(0, 1)
 			f.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "5"}
 		}, none},
+		{"scale to zero, bad hold timeout", func(f *v1alpha2.Function) {
+			f.Spec.ScaleConfig = scaled(0, 1)
+			f.Annotations = map[string]string{v1alpha2.AnnotationWakeTimeout: "soon"}
+		}, none},
 	}
 
 	for _, mode := range []string{v1alpha1.FunctionModeBuild, v1alpha1.FunctionModeBuildless} {
@@ -211,11 +215,12 @@ func TestAdmissionWarnings(t *testing.T) {
 }
 
 // expectedWarnings are the controller's spec warnings for f, but the
-// runtime's and the scale-to-zero annotation's.
+// runtime's and the scale-to-zero annotations'.
 func expectedWarnings(f *v1alpha2.Function, cfg *config.Config) []string {
 	var out []string
 	for _, w := range specWarnings(f, cfg) {
-		if !strings.HasPrefix(w, "runtime ") && !strings.HasPrefix(w, "annotation "+v1alpha2.AnnotationScaleToZeroAfter) {
+		if !strings.HasPrefix(w, "runtime ") && !strings.HasPrefix(w, "annotation "+v1alpha2.AnnotationScaleToZeroAfter) &&
+			!strings.HasPrefix(w, "annotation "+v1alpha2.AnnotationWakeTimeout) {
 			out = append(out, w)
 		}
 	}

@@ -110,6 +110,16 @@ func TestSpecWarnings(t *testing.T) {
 			fn.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "5s"}
 		}, build: []string{`annotation serverless.kyma-project.io/scale-to-zero-after: "5s" is shorter than the minimum of 10s: the Function is not scaled to zero`},
 			sameInBothModes: true},
+		{name: "scale to zero with a hold timeout", change: func(fn *v1alpha2.Function) {
+			fn.Spec.ScaleConfig = scaled(0, 1)
+			fn.Annotations = map[string]string{v1alpha2.AnnotationWakeTimeout: "2m"}
+		}, sameInBothModes: true},
+		{name: "scale to zero with a hold timeout beyond the Function's timeout", change: func(fn *v1alpha2.Function) {
+			fn.Spec.ScaleConfig = scaled(0, 1)
+			fn.Spec.Env = []corev1.EnvVar{{Name: "FUNC_TIMEOUT", Value: "60"}}
+			fn.Annotations = map[string]string{v1alpha2.AnnotationWakeTimeout: "2m"}
+		}, build: []string{`annotation serverless.kyma-project.io/wake-timeout: "2m" is longer than the Function's timeout of 1m0s (FUNC_TIMEOUT): ` +
+			`requests at zero are held for the activator's hold timeout`}, sameInBothModes: true},
 		{name: "in order, the runtime first", change: func(fn *v1alpha2.Function) {
 			fn.Spec.Runtime = v1alpha2.RuntimeNodejs20
 			fn.Spec.ScaleConfig = scaled(5, 1)
