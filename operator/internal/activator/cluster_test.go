@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"maps"
 	"net"
 	"net/http"
@@ -836,4 +837,110 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	m := &dto.Metric{}
 	require.NoError(t, c.Write(m))
 	return m.GetCounter().GetValue()
+}
+
+// TestClusterScrapeRefused runs the leader's rounds against a replica that
+// refuses plaintext as a service mesh with STRICT mutual TLS does: the
+// Function gets one Warning event that names the cause and the fix per
+// scrapeRefusedEvery, and is never scaled to zero. A refusal seen once
+// (a replica that just went) and failures a mesh does not cause get none.
+func TestClusterScrapeRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	k := startCluster(t)
+	ns := k.namespace(t, "scrape-refused")
+	window := map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "10s"}
+
+	// A replica that accepts only TLS on its port, as its sidecar does.
+	tlsOnly := httptest.NewUnstartedServer(&replicaMetrics{})
+	tlsOnly.Config.ErrorLog = log.New(io.Discard, "", 0)
+	tlsOnly.StartTLS()
+	defer tlsOnly.Close()
+	plain := httptest.NewServer(&replicaMetrics{})
+	defer plain.Close()
+	failing := &replicaMetrics{}
+	failing.fail.Store(true)
+	plain500 := httptest.NewServer(failing)
+	defer plain500.Close()
+	resets := serveConn(t, func(c net.Conn) {
+		_, _ = c.Read(make([]byte, 512))
+		_ = c.(*net.TCPConn).SetLinger(0)
+		_ = c.Close()
+	})
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refuses := gone.Addr().String()
+	require.NoError(t, gone.Close())
+
+	tests := []struct {
+		name string
+		// target is the local address the replica is dialled at in a round.
+		target func(round int) string
+		// wantEvents is how many events the rounds of the window gave,
+		// then how many after one more round 11 minutes later.
+		wantEvents [2]int
+		wantCause  string
+		want       int32
+	}{
+		{name: "TLS only: a warning, kept", target: func(int) string { return tlsOnly.Listener.Addr().String() },
+			wantEvents: [2]int{1, 2}, wantCause: answersTLS, want: 1},
+		{name: "reset by a proxy: a warning, kept", target: func(int) string { return resets },
+			wantEvents: [2]int{1, 2}, wantCause: resetConnection, want: 1},
+		{name: "refused in one round only: no warning, scaled to zero", target: func(r int) string {
+			if r == 1 {
+				return refuses
+			}
+			return plain.Listener.Addr().String()
+		}, want: 0},
+		{name: "a 500 every round: no warning, kept", target: func(int) string { return plain500.Listener.Addr().String() }, want: 1},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var target atomic.Value
+			// The API server admits no loopback endpoint: the replica's
+			// address is made up, and dialled at the round's local server.
+			replica := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+				DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					return (&net.Dialer{}).DialContext(ctx, network, target.Load().(string))
+				}}}
+			name := "fn-" + strconv.Itoa(i)
+			f := k.function(t, ns, name, 1, ptr.To[int32](0), window)
+			fn := client.ObjectKeyFromObject(f)
+			defer func() {
+				require.NoError(t, k.c.Delete(context.Background(), f))
+				eventually(t, "the cache loses the Function", func() (bool, string) {
+					err := k.cache.Get(context.Background(), fn, &v1alpha2.Function{})
+					return apierrors.IsNotFound(err), fmt.Sprint(err)
+				})
+			}()
+			ip := "10.2.0." + strconv.Itoa(i+1)
+			k.slice(t, ns, name+"-abcde", name, false, 8080, endpoint{ip: ip, uid: "pod-" + name})
+
+			rec := &events{}
+			s, err := NewScaleDowns(ScaleDowns{Cache: k.cache, Client: k.c, Log: testr.New(t), HTTP: replica,
+				Kube: &Kube{Cache: k.cache, Client: k.c, Events: rec}}, nil)
+			require.NoError(t, err)
+			// Rounds every scrape interval (2 s for 10 s) over twice the
+			// window of made-up time.
+			start := time.Now()
+			for r := 0; r <= 10; r++ {
+				target.Store(tc.target(r))
+				require.NoError(t, s.Round(context.Background(), start.Add(time.Duration(r)*2*time.Second)))
+			}
+			assert.Len(t, rec.got, tc.wantEvents[0], "events within the window: %v", rec.got)
+			target.Store(tc.target(11))
+			require.NoError(t, s.Round(context.Background(), start.Add(11*time.Minute)))
+			assert.Len(t, rec.got, tc.wantEvents[1], "events after 11 minutes: %v", rec.got)
+			assert.Equal(t, tc.want, k.scale(t, fn))
+
+			for _, e := range rec.got {
+				assert.Equal(t, event{regarding: ns + "/" + name, kind: corev1.EventTypeWarning, reason: ReasonScrapeRefused,
+					action: "Scrape", note: scrapeRefusedNote(ns+"/"+name, ip+":8080", tc.wantCause)}, e)
+			}
+			if tc.want != 0 {
+				assert.Zero(t, counterValue(t, s.scaleDowns.WithLabelValues(scaleDownScaled)), "never scaled to zero")
+			}
+		})
+	}
 }

@@ -2,14 +2,17 @@ package activator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +47,9 @@ type ScaleDowns struct {
 	// Tick is how often the loop looks for Functions due; 1 s if zero.
 	Tick time.Duration
 
-	watched      map[types.NamespacedName]*watched
+	watched map[types.NamespacedName]*watched
+	// warned is when each Function last got a ScrapeRefused event.
+	warned       map[types.NamespacedName]time.Time
 	scaleDowns   *prometheus.CounterVec
 	scrapeErrors prometheus.Counter
 }
@@ -54,6 +59,9 @@ type watched struct {
 	window   time.Duration
 	idleness *Idleness
 	next     time.Time
+	// refused are the replicas that refused the last round's plaintext
+	// scrape as a mesh would (PlaintextRefusal).
+	refused map[string]bool
 }
 
 // NewScaleDowns registers the loop's metrics with reg (none if nil).
@@ -74,6 +82,7 @@ func NewScaleDowns(s ScaleDowns, reg prometheus.Registerer) (*ScaleDowns, error)
 		}
 	}
 	s.watched = map[types.NamespacedName]*watched{}
+	s.warned = map[types.NamespacedName]time.Time{}
 	if s.HTTP == nil {
 		s.HTTP = &http.Client{Timeout: scrapeTimeout}
 	}
@@ -155,6 +164,11 @@ func (s *ScaleDowns) Round(ctx context.Context, now time.Time) error {
 			delete(s.watched, key)
 		}
 	}
+	for key := range s.warned {
+		if !seen[key] {
+			delete(s.warned, key)
+		}
+	}
 	for _, key := range due {
 		w := s.watched[key]
 		round, err := s.scrape(ctx, key)
@@ -163,6 +177,7 @@ func (s *ScaleDowns) Round(ctx context.Context, now time.Time) error {
 			round = nil
 		}
 		w.idleness.Observe(now, round)
+		s.warnRefused(ctx, key, w, now, round)
 		w.next = now.Add(ScrapeInterval(w.window))
 		if !w.idleness.Idle(now) {
 			continue
@@ -238,21 +253,70 @@ func (s *ScaleDowns) scrape(ctx context.Context, fn types.NamespacedName) ([]Scr
 func (s *ScaleDowns) scrapeOne(ctx context.Context, r Replica) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
+	fail := func(err error) (Sample, error) { return Sample{}, &ScrapeError{Replica: r.URL.Host, Err: err} }
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL.JoinPath("/metrics").String(), nil)
 	if err != nil {
-		return Sample{}, fmt.Errorf("scraping %s: %w", r.URL.Host, err)
+		return fail(err)
 	}
 	resp, err := s.HTTP.Do(req)
 	if err != nil {
-		return Sample{}, fmt.Errorf("scraping %s: %w", r.URL.Host, err)
+		return fail(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return Sample{}, fmt.Errorf("scraping %s: status %s", r.URL.Host, resp.Status)
+		// A TLS server answers plaintext with a 400 that says so.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if answeredTLSOnly(resp.StatusCode, body) {
+			return fail(fmt.Errorf("status %s: %w", resp.Status, errAnswersTLS))
+		}
+		return fail(fmt.Errorf("status %s", resp.Status))
 	}
 	sample, err := ParseCounters(resp.Body)
 	if err != nil {
-		return Sample{}, fmt.Errorf("scraping %s: %w", r.URL.Host, err)
+		return fail(err)
 	}
 	return sample, nil
+}
+
+// warnRefused records a Warning event on a Function whose replica refused
+// the plaintext scrape as a mesh with STRICT mutual TLS would, in this
+// round and the one before (a replica that just went refuses too, once),
+// at most once per scrapeRefusedEvery. The Function stays up anyway: a
+// round with a failed scrape is never idle.
+func (s *ScaleDowns) warnRefused(ctx context.Context, fn types.NamespacedName, w *watched, now time.Time, round []Scrape) {
+	refused := map[string]bool{}
+	var replica, cause string
+	for _, sc := range round {
+		c := PlaintextRefusal(sc.Err)
+		if c == "" {
+			continue
+		}
+		refused[sc.Replica] = true
+		if w.refused[sc.Replica] && cause == "" {
+			cause = c
+			var se *ScrapeError
+			if errors.As(sc.Err, &se) {
+				replica = se.Replica
+			}
+		}
+	}
+	w.refused = refused
+	if cause == "" {
+		return
+	}
+	if last, ok := s.warned[fn]; ok && now.Sub(last) < scrapeRefusedEvery {
+		return
+	}
+	s.warned[fn] = now
+	note := scrapeRefusedNote(fn.String(), replica, cause)
+	s.Log.Info("replicas refuse plaintext scrapes", "function", fn.String(), "replica", replica, "cause", cause)
+	if s.Kube == nil || s.Kube.Events == nil {
+		return
+	}
+	f := &v1alpha2.Function{}
+	if err := s.Cache.Get(ctx, fn, f); err != nil {
+		// Gone: nothing to attach the event to.
+		return
+	}
+	s.Kube.Events.Eventf(f, nil, corev1.EventTypeWarning, ReasonScrapeRefused, "Scrape", "%s", note)
 }
