@@ -63,8 +63,10 @@ func main() {
 	repeats := flag.Int("repeats", 3, "with -pods: runs per figure (median, min, max)")
 	podsPreset := flag.String("pods-function-preset", "M", "with -pods and -zero: the Functions' preset")
 	podsBuildPreset := flag.String("pods-build-preset", "normal", "with -pods: the build Jobs' preset")
-	zero := flag.Bool("zero", false, "instead: scale to zero on the real node: from zero to the first answer in build mode with and without an npm dependency and in buildless mode, 100 requests at zero, the latency added when awake (zero.go)")
+	zero := flag.Bool("zero", false, "instead: scale to zero on the real node: from zero to the first answer of built Node.js and Python Functions and a buildless one with an npm dependency, and where the time goes; Functions woken at once and their CPU; many requests at zero; the latency added when awake (zero.go)")
 	wakeups := flag.Int("wakeups", 20, "with -zero: wake-ups per setup")
+	zeroFunctions := flag.Int("zero-functions", 15, "with -zero: Functions at zero called at the same moment")
+	zeroBurst := flag.Int("zero-burst", 1000, "with -zero: requests at once to one Function at zero")
 	busy := flag.Bool("busy-namespace", false, "instead: the manager's memory with the CR installed, before and after 2,000 Secrets and 2,000 Services are added to the module namespace (busy.go)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the bench's clients have nothing to log
@@ -87,7 +89,7 @@ func main() {
 	} else if *pods {
 		err = runPods(*repeats, *podsPreset, *podsBuildPreset)
 	} else if *zero {
-		err = runZero(*wakeups, *podsPreset)
+		err = runZero(*wakeups, *zeroFunctions, *zeroBurst, *podsPreset)
 	} else if *busy {
 		err = runBusyNamespace()
 	} else {

@@ -4,15 +4,20 @@ package main
 // node, the module installed as `make run` does, dependencies from the
 // bench's own npm registry (as -pods):
 //
-//   - from zero to the first answer, -wakeups times, in three setups: build
-//     mode without dependencies, build mode with an npm dependency, buildless
-//     mode with the same dependency; where each wake-up's time goes, from the
-//     bench's watch of the Function's Pod: the wake (the activator's scale
-//     request, the controller's Deployment, the ReplicaSet's Pod), scheduling,
-//     the sandbox, the container's start, the runtime's readiness, and the
-//     hand-back from Ready to the answer;
-//   - 100 requests at once to a Function at zero: how many were answered,
-//     and when the last was;
+//   - from zero to the first answer, -wakeups times, in three setups: a
+//     built Node.js Function and a built Python Function without
+//     dependencies, and a buildless Node.js Function with an npm dependency;
+//   - where each wake-up's time goes, from a watch of the Function's Pods
+//     opened before the request: the wake (the activator's scale request,
+//     the controller's Deployment, the ReplicaSet's Pod), scheduling, the
+//     sandbox (the Pod's IP reported), the runtime's start (the bench polls
+//     the Pod's /healthz itself from when it sees the IP) and the forward
+//     to the first answer; Pod Ready for reference;
+//   - -zero-functions Functions at zero called at the same moment: their
+//     answers, their phases, and the machine's CPU-seconds per woken Pod,
+//     split by process;
+//   - -zero-burst requests at once to one Function at zero: how many were
+//     answered, and when the last was;
 //   - the latency a scale-to-zero Function adds once awake: sequential calls
 //     through its Service against those of the same Function without
 //     minReplicas 0.
@@ -28,6 +33,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -35,50 +41,164 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 
 // zeroSetup is one kind of Function the wake-ups are measured for.
 type zeroSetup struct {
-	name string
-	mode string
-	deps []string
+	name    string
+	mode    string
+	runtime v1alpha2.Runtime
+	deps    []string
 }
 
 func zeroSetups() []zeroSetup {
 	return []zeroSetup{
-		{"build mode, no dependency", v1alpha1.FunctionModeBuild, nil},
-		{"build mode, npm dependency", v1alpha1.FunctionModeBuild, []string{podsDep}},
-		{"buildless mode, npm dependency", v1alpha1.FunctionModeBuildless, []string{podsDep}},
+		{"build mode, Node.js 22, no dependency", v1alpha1.FunctionModeBuild, v1alpha2.RuntimeNodejs22, nil},
+		{"build mode, Python 3.12, no dependency", v1alpha1.FunctionModeBuild, v1alpha2.RuntimePython312, nil},
+		{"buildless mode, Node.js 22, npm dependency", v1alpha1.FunctionModeBuildless, v1alpha2.RuntimeNodejs22, []string{podsDep}},
 	}
 }
 
-// The phases of a wake-up, in order; each ends at the moment its name says.
+const (
+	// zeroFleetPreset sizes the Functions woken at once: all fit on the
+	// real node's 2 cores beside the module.
+	zeroFleetPreset = "XS"
+	// zeroCallTimeout bounds each request (the activator holds one 60 s).
+	zeroCallTimeout = 90 * time.Second
+	// zeroSettle bounds the wait, after the answers, for the woken Pods to
+	// be Ready and the bench's probes to end.
+	zeroSettle = 60 * time.Second
+	// zeroAfterglow is how long the CPU of the Functions woken at once is
+	// counted after their Pods were Ready: the hand-back of their Services
+	// and the status writes follow.
+	zeroAfterglow = 5 * time.Second
+	// zeroIdle is how long the machine's CPU is counted with every Function
+	// at zero before they are called, to take the idle rate out.
+	zeroIdle = 10 * time.Second
+)
+
+// The bench's own probe of a woken runtime: GET /healthz on the Function
+// port of the Pod's IP (this machine reaches the real node's Pods on its
+// bridge), from when the watch sees the IP.
+const (
+	listenEvery  = 5 * time.Millisecond
+	listenTry    = 200 * time.Millisecond
+	listenFor    = 60 * time.Second
+	listenTries  = 12000
+	functionPort = "8080"
+)
+
+// The moments of a wake-up, in order; zeroPhases[i] ends at moment i. Pod
+// Ready ends no phase: the activator does not wait for it.
+const (
+	atCreated = iota
+	atScheduled
+	atIP
+	atListening
+	atAnswer
+	atReady
+	atCount
+)
+
+// moments of one wake-up (zero: not seen).
+type moments [atCount]time.Time
+
+var momentNames = [atCount]string{"created", "scheduled", "IP", "listening", "answered", "Ready"}
+
 var zeroPhases = []string{
 	"request → Pod created (wake, Deployment, ReplicaSet)",
 	"→ scheduled",
-	"→ sandbox ready",
-	"→ container started",
-	"→ Pod Ready (runtime up, readiness probe)",
-	"→ first answer (hand-back, forward)",
+	"→ sandbox ready (Pod IP reported)",
+	"→ runtime listening (answers the bench's /healthz)",
+	"→ first answer (forward)",
+}
+
+const zeroReadyRow = "(Pod Ready, from the request, for reference)"
+
+// phases splits the time from start to the answer at the moments seen; a
+// moment not seen, or seen after the answer (the bench's probe sleeps
+// between tries), merges its phase into the next. Pod Ready counts from
+// start.
+func (m moments) phases(start time.Time) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	prev := start
+	for i, ph := range zeroPhases {
+		if m[i].IsZero() || m[i].Before(prev) || m[i].After(m[atAnswer]) {
+			continue
+		}
+		out[ph] = m[i].Sub(prev)
+		prev = m[i]
+	}
+	if !m[atReady].IsZero() {
+		out[zeroReadyRow] = m[atReady].Sub(start)
+	}
+	return out
+}
+
+func (m moments) String() string {
+	var seen []string
+	for i, at := range m {
+		if !at.IsZero() {
+			seen = append(seen, momentNames[i])
+		}
+	}
+	if len(seen) == 0 {
+		return "no Pod"
+	}
+	return strings.Join(seen, ", ")
+}
+
+// Names of process groups in the CPU snapshots of the Functions woken at
+// once, besides the cluster's PID files.
+const (
+	cpuActivator = "activator"
+	cpuRuntimes  = "runtimes"
+	cpuBench     = "bench"
+)
+
+// cpuRows are the rows of the CPU table, in order; what else the snapshots
+// name follows.
+var cpuRows = []struct{ name, label string }{
+	{"kubelet", "kubelet"},
+	{"containerd", "containerd, with the children it reaped (CNI plugins, shim starts)"},
+	{cpuShims, "containerd shims, with the children they reaped (runc)"},
+	{"kube-proxy", "kube-proxy, with the children it reaped (iptables-restore)"},
+	{"kube-apiserver", "kube-apiserver"},
+	{"etcd", "etcd"},
+	{"kube-controller-manager", "kube-controller-manager"},
+	{"kube-scheduler", "kube-scheduler"},
+	{cpuController, "the Function controller"},
+	{cpuActivator, "the activator (its Pods' processes)"},
+	{cpuRuntimes, "the runtimes (the woken Functions' containers)"},
 }
 
 type zeroBench struct {
 	*podsBench
-	wakeups int
-	total   map[string][]time.Duration            // setup → from request to answer
-	phases  map[string]map[string][]time.Duration // setup → phase → durations
-	burst   string                                // 100 requests at zero
-	steady  [2][]time.Duration                    // [minReplicas 0, minReplicas 1]
+	wakeups, fleet, burst int
+	total                 map[string][]time.Duration            // column → from request to answer
+	phases                map[string]map[string][]time.Duration // column → phase → durations
+	fleetOutcome          string
+	burstOutcome          string
+	cpu                   struct {
+		burst, idle cpuSpent
+		pods        int // the Pods woken meanwhile
+	}
+	steady [2][]time.Duration // [minReplicas 0, minReplicas 1]
 }
 
-func runZero(wakeups int, fnPreset string) error {
+// fleetColumn is the phase table's column of the Functions woken at once.
+func (z *zeroBench) fleetColumn() string { return fmt.Sprintf("%d at once", z.fleet) }
+
+func runZero(wakeups, fleet, burst int, fnPreset string) error {
 	ctx := context.Background()
 	b, release, err := startFnBench(ctx)
 	if err != nil {
@@ -102,7 +222,8 @@ func runZero(wakeups int, fnPreset string) error {
 	}
 	defer cleanup()
 
-	z := &zeroBench{podsBench: p, wakeups: wakeups, total: map[string][]time.Duration{}, phases: map[string]map[string][]time.Duration{}}
+	z := &zeroBench{podsBench: p, wakeups: wakeups, fleet: fleet, burst: burst,
+		total: map[string][]time.Duration{}, phases: map[string]map[string][]time.Duration{}}
 	for i, s := range zeroSetups() {
 		if err := b.useMode(ctx, cr, s.mode); err != nil {
 			return err
@@ -114,6 +235,11 @@ func runZero(wakeups int, fnPreset string) error {
 		if err := z.setup(ctx, i, s); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
+		if i == 0 {
+			if err := z.measureFleet(ctx, s); err != nil {
+				return fmt.Errorf("%d Functions at once: %w", fleet, err)
+			}
+		}
 	}
 	z.print(fnPreset)
 	return nil
@@ -124,71 +250,108 @@ func runZero(wakeups int, fnPreset string) error {
 func (z *zeroBench) setup(ctx context.Context, i int, s zeroSetup) error {
 	name := fmt.Sprintf("zero-%d", i)
 	want := expect("awake", s.deps...)
-	fn := z.sleepy(name, s.deps)
 	z.log(fmt.Sprintf("%s: creating %s", s.name, name))
-	if _, err := z.createAndAnswer(ctx, fn, want); err != nil {
+	if _, err := z.createAndAnswer(ctx, z.sleepy(name, s), want); err != nil {
 		return err
 	}
 	defer func() { _ = z.deleteFunction(context.Background(), name) }()
+	url, err := z.serviceURL(ctx, name)
+	if err != nil {
+		return err
+	}
 	if i == 0 {
-		if err := z.measureSteady(ctx, name, want); err != nil {
+		if err := z.measureSteady(ctx, name, url, want); err != nil {
 			return err
 		}
-		if err := z.measureBurst(ctx, name, want, 100); err != nil {
+		if err := z.measureBurst(ctx, name, url, want); err != nil {
 			return err
 		}
 	}
-	z.phases[s.name] = map[string][]time.Duration{}
 	for n := 1; n <= z.wakeups; n++ {
 		if err := z.toZero(ctx, name); err != nil {
 			return err
 		}
-		total, phases, err := z.wake(ctx, name, want)
+		start, m, err := z.wake(ctx, name, url, want)
 		if err != nil {
 			return fmt.Errorf("wake-up %d: %w", n, err)
 		}
-		z.total[s.name] = append(z.total[s.name], total)
-		for ph, d := range phases {
-			z.phases[s.name][ph] = append(z.phases[s.name][ph], d)
-		}
-		z.log(fmt.Sprintf("  %s: wake-up %d answered after %.2fs", s.name, n, total.Seconds()))
+		z.add(s.name, start, m)
+		z.log(fmt.Sprintf("  %s: wake-up %d answered after %.2fs (%s)", s.name, n, m[atAnswer].Sub(start).Seconds(), m))
 	}
 	return nil
 }
 
-// sleepy is a podsFunction with minReplicas 0 and an idle window the bench
-// never waits out.
-func (z *zeroBench) sleepy(name string, deps []string) *v1alpha2.Function {
-	fn := z.podsFunction(name, name+"-pkg", "awake", deps...)
+// add records a wake-up's time and phases in column.
+func (z *zeroBench) add(column string, start time.Time, m moments) {
+	z.total[column] = append(z.total[column], m[atAnswer].Sub(start))
+	if z.phases[column] == nil {
+		z.phases[column] = map[string][]time.Duration{}
+	}
+	for ph, d := range m.phases(start) {
+		z.phases[column][ph] = append(z.phases[column][ph], d)
+	}
+}
+
+// sleepy is the setup's Function answering "awake" (with the setup's
+// dependencies), with minReplicas 0 and an idle window the bench never
+// waits out.
+func (z *zeroBench) sleepy(name string, s zeroSetup) *v1alpha2.Function {
+	fn := z.podsFunction(name, name+"-pkg", "awake", s.deps...)
+	if s.runtime == v1alpha2.RuntimePython312 {
+		fn.Spec.Runtime = s.runtime
+		fn.Spec.Source.Inline = &v1alpha2.InlineSource{Source: "def main(event, context):\n    return \"awake\"\n"}
+	}
 	fn.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "1h"}
 	fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](0), MaxReplicas: ptr.To[int32](1)}
 	return fn
 }
 
-// toZero sets the Function's replicas to 0 and waits until it says so and
-// has no Pod left.
-func (z *zeroBench) toZero(ctx context.Context, name string) error {
-	if _, err := z.edit(ctx, name, func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) }); err != nil {
-		return err
+// serviceURL is the Function's Service, called from this machine.
+func (z *zeroBench) serviceURL(ctx context.Context, name string) (string, error) {
+	svc := &corev1.Service{}
+	if err := z.c.Get(ctx, client.ObjectKey{Namespace: z.ns, Name: name}, svc); err != nil {
+		return "", err
 	}
-	err := framework.Poll(ctx, 5*time.Minute, fmt.Sprintf("Function %s/%s at zero with no Pod", z.ns, name), func(ctx context.Context) (bool, string, error) {
-		fn := &v1alpha2.Function{}
-		if err := z.fcs.Get(ctx, client.ObjectKey{Namespace: z.ns, Name: name}, fn); err != nil {
-			return false, "", err
+	return "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/", nil
+}
+
+// toZero sets the Functions' replicas to 0 and waits until each says so
+// and has no Pod left.
+func (z *zeroBench) toZero(ctx context.Context, names ...string) error {
+	for _, name := range names {
+		if _, err := z.edit(ctx, name, func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) }); err != nil {
+			return err
 		}
+	}
+	err := framework.Poll(ctx, 5*time.Minute, fmt.Sprintf("%d Functions in %s at zero with no Pod", len(names), z.ns), func(ctx context.Context) (bool, string, error) {
 		var pods corev1.PodList
-		if err := z.c.List(ctx, &pods, z.functionPods(name)...); err != nil {
+		if err := z.c.List(ctx, &pods, client.InNamespace(z.ns), client.MatchingLabels{v1alpha2.LabelResource: v1alpha2.ResourceDeployment}); err != nil {
 			return false, "", err
 		}
-		running := conditionOf(fn, v1alpha2.ConditionRunning)
-		reason := ""
-		if running != nil {
-			reason = running.Reason
+		var waiting []string
+		for _, name := range names {
+			fn := &v1alpha2.Function{}
+			if err := z.fcs.Get(ctx, client.ObjectKey{Namespace: z.ns, Name: name}, fn); err != nil {
+				return false, "", err
+			}
+			reason := ""
+			if running := conditionOf(fn, v1alpha2.ConditionRunning); running != nil {
+				reason = running.Reason
+			}
+			n := 0
+			for _, p := range pods.Items {
+				if p.Labels[v1alpha2.LabelFunctionName] == name {
+					n++
+				}
+			}
+			if reason != v1alpha2.ReasonScaledToZero || n > 0 {
+				waiting = append(waiting, fmt.Sprintf("%s: Running reason %q, %d Pods", name, reason, n))
+			}
 		}
-		return reason == v1alpha2.ReasonScaledToZero && len(pods.Items) == 0, fmt.Sprintf("Running reason %q, %d Pods", reason, len(pods.Items)), nil
-	}, z.dumpFunction(name))
-	// The Service has pointed at the activator since the drain began; give
-	// the node a moment after the last Pod went.
+		return len(waiting) == 0, strings.Join(waiting, "; "), nil
+	}, z.dumpFunction(names[0]))
+	// The Services have pointed at the activator since the drain began;
+	// give the node a moment after the last Pod went.
 	time.Sleep(time.Second)
 	return err
 }
@@ -202,116 +365,381 @@ func conditionOf(fn *v1alpha2.Function, typ string) *v1alpha2.Condition {
 	return nil
 }
 
-// wake calls the Function at zero once and returns the time to its answer
-// and the phases of its new Pod, from a watch opened before the call.
-func (z *zeroBench) wake(ctx context.Context, name, want string) (time.Duration, map[string]time.Duration, error) {
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	w, err := z.wc.Watch(wctx, &corev1.PodList{}, z.functionPods(name)...)
+// wake calls the Function at zero once and returns when, and the moments
+// of its wake-up.
+func (z *zeroBench) wake(ctx context.Context, name, url, want string) (time.Time, moments, error) {
+	ww, err := z.watchWakes(ctx, []string{name}, true)
 	if err != nil {
-		return 0, nil, err
+		return time.Time{}, moments{}, err
 	}
-	marks := make(chan map[int]time.Time, 1)
-	go func() { marks <- podMarks(w) }()
-
-	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	r, err := z.cluster.CallService(cctx, z.ns, name, http.MethodGet, "/", nil, nil)
-	cancel()
-	answered := time.Now()
-	if err != nil {
-		return 0, nil, err
+	defer ww.end()
+	start, answers := callAtOnce(ctx, []string{url}, want)
+	if f := answers[0].failure; f != "" {
+		return start, moments{}, fmt.Errorf("after %.2fs: %s (the Pod: %s)", answers[0].after.Seconds(), f, ww.end()[name])
 	}
-	if r.Status != http.StatusOK || r.Body != want {
-		return 0, nil, fmt.Errorf("answered HTTP %d %q, want 200 %q", r.Status, r.Body, want)
+	if err := ww.settle(ctx); err != nil {
+		z.log(err.Error())
 	}
-	// The watch's events for a Ready Pod arrive within moments of it.
-	time.Sleep(300 * time.Millisecond)
-	w.Stop()
-	m := <-marks
-	phases := map[string]time.Duration{}
-	prev := start
-	for i, ph := range zeroPhases {
-		at, ok := m[i]
-		if i == len(zeroPhases)-1 {
-			at, ok = answered, true
-		}
-		if !ok || at.Before(prev) {
-			continue // not seen by the watch: the phase merges into the next
-		}
-		phases[ph] = at.Sub(prev)
-		prev = at
-	}
-	return answered.Sub(start), phases, nil
+	m := ww.end()[name]
+	m[atAnswer] = start.Add(answers[0].after)
+	return start, m, nil
 }
 
-// podMarks records, from a Pod watch, when the first Pod reached each of the
-// first five phases of zeroPhases (by index), until the watch ends.
-func podMarks(w watch.Interface) map[int]time.Time {
-	m := map[int]time.Time{}
-	mark := func(i int, reached bool) {
-		if _, seen := m[i]; reached && !seen {
-			m[i] = time.Now()
+// measureFleet creates z.fleet Functions of setup s at once, puts them to
+// zero, and calls them at the same moment: their answers, their phases, and
+// the machine's CPU meanwhile against its idle rate just before.
+func (z *zeroBench) measureFleet(ctx context.Context, s zeroSetup) error {
+	want := expect("awake", s.deps...)
+	names := make([]string, z.fleet)
+	z.log(fmt.Sprintf("%d Functions (%s, preset %s): creating them at once", z.fleet, s.name, zeroFleetPreset))
+	defer func() {
+		for _, name := range names {
+			_ = z.fcs.Delete(context.Background(), &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: z.ns, Name: name}})
+		}
+		for _, name := range names {
+			_ = z.deleteFunction(context.Background(), name)
+		}
+	}()
+	for i := range names {
+		names[i] = fmt.Sprintf("fleet-%02d", i)
+		fn := z.sleepy(names[i], s)
+		fn.Spec.ResourceConfiguration = &v1alpha2.ResourceConfiguration{Function: &v1alpha2.ResourceRequirements{Profile: zeroFleetPreset}}
+		if err := z.fcs.Create(ctx, fn); err != nil {
+			return err
 		}
 	}
-	for ev := range w.ResultChan() {
-		pod, ok := ev.Object.(*corev1.Pod)
-		if !ok || ev.Type == watch.Deleted || pod.DeletionTimestamp != nil {
+	urls := make([]string, len(names))
+	for i, name := range names {
+		if _, err := z.untilAnswer(ctx, name, want, time.Now()); err != nil {
+			return err
+		}
+		url, err := z.serviceURL(ctx, name)
+		if err != nil {
+			return err
+		}
+		urls[i] = url
+	}
+	if err := z.toZero(ctx, names...); err != nil {
+		return err
+	}
+	procs, err := z.moduleProcesses(ctx)
+	if err != nil {
+		return err
+	}
+	z.log(fmt.Sprintf("the machine's CPU for %s with every Function at zero", zeroIdle))
+	idle := z.snapshotCPU(procs)
+	time.Sleep(zeroIdle)
+	z.cpu.idle = z.snapshotCPU(procs).since(idle)
+
+	z.log(fmt.Sprintf("calling the %d Functions at zero at the same moment", z.fleet))
+	ww, err := z.watchWakes(ctx, names, false)
+	if err != nil {
+		return err
+	}
+	defer ww.end()
+	before := z.snapshotCPU(procs)
+	start, answers := callAtOnce(ctx, urls, want)
+	if err := ww.settle(ctx); err != nil {
+		z.log(err.Error())
+	}
+	time.Sleep(zeroAfterglow)
+	procs[cpuRuntimes] = z.runtimeProcesses(ctx, names)
+	after := z.snapshotCPU(procs)
+	z.cpu.burst = after.since(before)
+	if len(after.unreadable) > 0 {
+		z.log("CPU not read (the process ended): " + strings.Join(after.unreadable, ", "))
+	}
+	seen := ww.end()
+	for i, name := range names {
+		if !seen[name][atCreated].IsZero() {
+			z.cpu.pods++
+		}
+		if answers[i].failure == "" {
+			m := seen[name]
+			m[atAnswer] = start.Add(answers[i].after)
+			z.add(z.fleetColumn(), start, m)
+		}
+	}
+	z.fleetOutcome = outcome(answers)
+	z.log(z.fleetOutcome)
+	return nil
+}
+
+// moduleProcesses are the processes of the Function controller's and the
+// activator's containers, by snapshot name.
+func (z *zeroBench) moduleProcesses(ctx context.Context) (map[string][]int, error) {
+	ctrl, err := z.controllerPod(ctx, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	pid, err := controllerProcess(ctrl)
+	if err != nil {
+		return nil, err
+	}
+	act := module.Activator()
+	var pods corev1.PodList
+	if err := z.c.List(ctx, &pods, client.InNamespace(framework.ManagerNamespace), client.MatchingLabels{"app.kubernetes.io/name": act.Name}); err != nil {
+		return nil, err
+	}
+	var activator []int
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp != nil {
 			continue
 		}
-		mark(0, true)
-		mark(1, pod.Spec.NodeName != "")
-		for _, c := range pod.Status.Conditions {
-			mark(2, c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionTrue)
-			mark(4, c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		p, err := containerProcess(&pods.Items[i], "activator", "/"+act.Binary)
+		if err != nil {
+			return nil, err
 		}
-		for _, cs := range pod.Status.ContainerStatuses {
-			mark(3, cs.State.Running != nil)
-		}
+		activator = append(activator, p)
 	}
-	return m
+	if len(activator) == 0 {
+		return nil, fmt.Errorf("no activator Pod in %s", framework.ManagerNamespace)
+	}
+	return map[string][]int{cpuController: {pid}, cpuActivator: activator, cpuBench: {os.Getpid()}}, nil
 }
 
-// measureBurst sends n requests at once to the Function at zero.
-func (z *zeroBench) measureBurst(ctx context.Context, name, want string, n int) error {
+// functionContainer is the runtime's container in a Function's Pod.
+const functionContainer = "function"
+
+// runtimeProcesses are the processes of the named Functions' runtime
+// containers; a Pod without one is logged.
+func (z *zeroBench) runtimeProcesses(ctx context.Context, names []string) []int {
+	var pods corev1.PodList
+	if err := z.c.List(ctx, &pods, client.InNamespace(z.ns), client.MatchingLabels{v1alpha2.LabelResource: v1alpha2.ResourceDeployment}); err != nil {
+		z.log("the runtimes' processes: " + err.Error())
+		return nil
+	}
+	var out []int
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil || !slices.Contains(names, pod.Labels[v1alpha2.LabelFunctionName]) {
+			continue
+		}
+		pids, err := containerProcesses(pod, functionContainer)
+		if err != nil {
+			z.log("the runtimes' processes: " + err.Error())
+		}
+		out = append(out, pids...)
+	}
+	return out
+}
+
+// measureBurst sends z.burst requests at once to the Function at zero.
+func (z *zeroBench) measureBurst(ctx context.Context, name, url, want string) error {
 	if err := z.toZero(ctx, name); err != nil {
 		return err
 	}
-	z.log(fmt.Sprintf("%d requests at once to %s at zero", n, name))
-	var mu sync.Mutex
-	var ok int
-	var last time.Duration
-	var failures []string
+	z.log(fmt.Sprintf("%d requests at once to %s at zero", z.burst, name))
+	urls := make([]string, z.burst)
+	for i := range urls {
+		urls[i] = url
+	}
+	_, answers := callAtOnce(ctx, urls, want)
+	z.burstOutcome = outcome(answers)
+	z.log(z.burstOutcome)
+	return nil
+}
+
+// answer is how one request ended: after how long, and why it failed (""
+// when it answered 200 with the body wanted).
+type answer struct {
+	after   time.Duration
+	failure string
+}
+
+// callAtOnce sends one GET to each of urls at the same moment, each on a
+// connection of its own with a deadline of zeroCallTimeout, and returns
+// when they were sent and how each ended.
+func callAtOnce(ctx context.Context, urls []string, want string) (time.Time, []answer) {
+	n := len(urls)
+	hc := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+		MaxConnsPerHost: n, MaxIdleConns: n, MaxIdleConnsPerHost: n}}
+	answers := make([]answer, n)
+	fire := make(chan struct{})
+	var start time.Time
 	var wg sync.WaitGroup
-	start := time.Now()
-	for range n {
+	for i, u := range urls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+			<-fire
+			cctx, cancel := context.WithTimeout(ctx, zeroCallTimeout)
 			defer cancel()
-			r, err := z.cluster.CallService(cctx, z.ns, name, http.MethodGet, "/", nil, nil)
-			mu.Lock()
-			defer mu.Unlock()
-			last = max(last, time.Since(start))
+			body, err := get(cctx, hc, u)
+			answers[i].after = time.Since(start)
 			switch {
 			case err != nil:
-				failures = append(failures, err.Error())
-			case r.Status != http.StatusOK || r.Body != want:
-				failures = append(failures, fmt.Sprintf("HTTP %d %.80q", r.Status, r.Body))
-			default:
-				ok++
+				answers[i].failure = fmt.Sprintf("%v %.80q", err, body)
+			case body != want:
+				answers[i].failure = fmt.Sprintf("answered %.80q", body)
 			}
 		}()
 	}
+	start = time.Now()
+	close(fire)
 	wg.Wait()
-	z.burst = fmt.Sprintf("%d of %d answered; the last after %.2f s", ok, n, last.Seconds())
-	if len(failures) > 0 {
-		slices.Sort(failures)
-		z.burst += "; failed: " + strings.Join(slices.Compact(failures), "; ")
+	return start, answers
+}
+
+// outcome: how many requests were answered, p50 and p95 of their answers,
+// the last answer, and the failures by kind.
+func outcome(answers []answer) string {
+	var ok []time.Duration
+	var last time.Duration
+	failed := map[string]int{}
+	for _, a := range answers {
+		last = max(last, a.after)
+		if a.failure == "" {
+			ok = append(ok, a.after)
+		} else {
+			failed[a.failure]++
+		}
 	}
-	z.log(z.burst)
-	return nil
+	s := summarize(ok)
+	out := fmt.Sprintf("%d of %d answered 200; p50 %.2f s, p95 %.2f s, the last answer after %.2f s",
+		len(ok), len(answers), s.p50.Seconds(), s.p95.Seconds(), s.max.Seconds())
+	if len(failed) == 0 {
+		return out
+	}
+	kinds := make([]string, 0, len(failed))
+	for f := range failed {
+		kinds = append(kinds, f)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return failed[kinds[i]] > failed[kinds[j]] })
+	for i, f := range kinds[:min(len(kinds), 5)] {
+		kinds[i] = fmt.Sprintf("%d× %s", failed[f], f)
+	}
+	return fmt.Sprintf("%s; the last request ended after %.2f s; failed: %s", out, last.Seconds(), strings.Join(kinds[:min(len(kinds), 5)], "; "))
+}
+
+// wakeWatch follows, from a watch of the namespace's Function Pods opened
+// before a wake, each named Function's first Pod: when it was created,
+// scheduled, given its IP and Ready and, with probe, when its runtime
+// answered the bench's GET /healthz.
+type wakeWatch struct {
+	mu   sync.Mutex
+	fns  map[string]*wakeRecord
+	stop func()
+	done chan struct{}
+	// probes run until they end; end waits for them.
+	probes sync.WaitGroup
+}
+
+type wakeRecord struct {
+	pod     string
+	at      moments
+	probing bool
+}
+
+func (z *zeroBench) watchWakes(ctx context.Context, names []string, probe bool) (*wakeWatch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := z.wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(z.ns), client.MatchingLabels{v1alpha2.LabelResource: v1alpha2.ResourceDeployment})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	ww := &wakeWatch{fns: map[string]*wakeRecord{}, stop: func() { cancel(); w.Stop() }, done: make(chan struct{})}
+	for _, n := range names {
+		ww.fns[n] = &wakeRecord{}
+	}
+	go func() {
+		defer close(ww.done)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Deleted || pod.DeletionTimestamp != nil {
+				continue
+			}
+			r := ww.record(pod, time.Now(), probe)
+			if r == nil {
+				continue
+			}
+			ww.probes.Add(1)
+			go func() {
+				defer ww.probes.Done()
+				at, err := untilListening(ctx, "http://"+net.JoinHostPort(pod.Status.PodIP, functionPort)+"/healthz")
+				if err != nil && ctx.Err() == nil {
+					z.log(fmt.Sprintf("Pod %s: %v", pod.Name, err))
+				}
+				ww.mu.Lock()
+				defer ww.mu.Unlock()
+				r.at[atListening], r.probing = at, false
+			}()
+		}
+	}()
+	return ww, nil
+}
+
+// record notes the moments pod reached; it returns the Pod's record when
+// the Pod's IP is new and its runtime is to be probed.
+func (ww *wakeWatch) record(pod *corev1.Pod, now time.Time, probe bool) (toProbe *wakeRecord) {
+	ww.mu.Lock()
+	defer ww.mu.Unlock()
+	r := ww.fns[pod.Labels[v1alpha2.LabelFunctionName]]
+	if r == nil || (r.pod != "" && r.pod != pod.Name) {
+		return nil
+	}
+	r.pod = pod.Name
+	if probe && pod.Status.PodIP != "" && r.at[atIP].IsZero() {
+		r.probing, toProbe = true, r
+	}
+	for i, reached := range map[int]bool{atCreated: true, atScheduled: pod.Spec.NodeName != "",
+		atIP: pod.Status.PodIP != "", atReady: framework.PodReady(pod)} {
+		if reached && r.at[i].IsZero() {
+			r.at[i] = now
+		}
+	}
+	return toProbe
+}
+
+// settle waits, at most zeroSettle, until each Function's Pod is Ready and
+// its probe ended.
+func (ww *wakeWatch) settle(ctx context.Context) error {
+	return framework.Poll(ctx, zeroSettle, "the woken Pods to be Ready", func(context.Context) (bool, string, error) {
+		ww.mu.Lock()
+		defer ww.mu.Unlock()
+		var waiting []string
+		for name, r := range ww.fns {
+			if r.at[atReady].IsZero() || r.probing {
+				waiting = append(waiting, fmt.Sprintf("%s: %s", name, r.at))
+			}
+		}
+		sort.Strings(waiting)
+		return len(waiting) == 0, "seen: " + strings.Join(waiting, "; "), nil
+	})
+}
+
+// end stops the watch and the probes and returns each Function's moments;
+// ending again returns them again.
+func (ww *wakeWatch) end() map[string]moments {
+	ww.stop()
+	<-ww.done
+	ww.probes.Wait()
+	out := map[string]moments{}
+	for name, r := range ww.fns {
+		out[name] = r.at
+	}
+	return out
+}
+
+// untilListening polls GET url (a runtime's /healthz) every listenEvery,
+// each try listenTry at most, until it answers 200: when the runtime
+// listens. It gives up after listenFor or listenTries tries.
+func untilListening(ctx context.Context, url string) (time.Time, error) {
+	hc := &http.Client{Timeout: listenTry, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	deadline := time.Now().Add(listenFor)
+	var err error
+	tries := 0
+	for ; tries < listenTries && time.Now().Before(deadline); tries++ {
+		if _, err = get(ctx, hc, url); err == nil {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(listenEvery):
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s: no HTTP 200 after %d tries in %s; the last: %v", url, tries, listenFor, err)
 }
 
 // steadyCalls is how many sequential calls each steady-state figure takes.
@@ -319,7 +747,7 @@ const steadyCalls = 300
 
 // measureSteady times sequential calls through the Services of the awake
 // scale-to-zero Function and of a twin without minReplicas 0, alternating.
-func (z *zeroBench) measureSteady(ctx context.Context, name, want string) error {
+func (z *zeroBench) measureSteady(ctx context.Context, name, url, want string) error {
 	twin := z.podsFunction(name+"-twin", name+"-pkg", "awake")
 	if want != expect("awake") {
 		twin = z.podsFunction(name+"-twin", name+"-pkg", "awake", podsDep)
@@ -329,17 +757,13 @@ func (z *zeroBench) measureSteady(ctx context.Context, name, want string) error 
 	}
 	defer func() { _ = z.deleteFunction(context.Background(), twin.Name) }()
 	z.log(fmt.Sprintf("steady state: %d calls each to %s and %s", steadyCalls, name, twin.Name))
-	urls := [2]string{}
-	for i, n := range []string{name, twin.Name} {
-		svc := &corev1.Service{}
-		if err := z.c.Get(ctx, client.ObjectKey{Namespace: z.ns, Name: n}, svc); err != nil {
-			return err
-		}
-		urls[i] = "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "80") + "/"
+	twinURL, err := z.serviceURL(ctx, twin.Name)
+	if err != nil {
+		return err
 	}
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
 	for range steadyCalls {
-		for i, u := range urls {
+		for i, u := range []string{url, twinURL} {
 			start := time.Now()
 			resp, err := hc.Get(u)
 			if err != nil {
@@ -353,6 +777,20 @@ func (z *zeroBench) measureSteady(ctx context.Context, name, want string) error 
 	return nil
 }
 
+// summary of durations, nearest-rank percentiles.
+type summary struct {
+	n                       int
+	p50, p95, p99, min, max time.Duration
+}
+
+func summarize(ds []time.Duration) summary {
+	if len(ds) == 0 {
+		return summary{}
+	}
+	s := slices.Sorted(slices.Values(ds))
+	return summary{n: len(s), p50: percentile(s, 0.5), p95: percentile(s, 0.95), p99: percentile(s, 0.99), min: s[0], max: s[len(s)-1]}
+}
+
 // percentile of sorted durations (nearest rank).
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
@@ -362,50 +800,101 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// quantiles is "p50 x s, p99 y s (min–max)".
+// quantiles is "p50 a s, p95 b s, p99 c s (min–max)".
 func quantiles(ds []time.Duration, unit time.Duration, suffix string) string {
-	if len(ds) == 0 {
+	s := summarize(ds)
+	if s.n == 0 {
 		return "-"
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
 	f := func(d time.Duration) float64 { return float64(d) / float64(unit) }
-	return fmt.Sprintf("p50 %.2f %s, p99 %.2f %s (%.2f–%.2f)", f(percentile(s, 0.5)), suffix, f(percentile(s, 0.99)), suffix, f(s[0]), f(s[len(s)-1]))
+	return fmt.Sprintf("p50 %.2f %s, p95 %.2f %s, p99 %.2f %s (%.2f–%.2f)", f(s.p50), suffix, f(s.p95), suffix, f(s.p99), suffix, f(s.min), f(s.max))
+}
+
+// phaseCell is "p50 / p95 (min–max)" in seconds.
+func phaseCell(ds []time.Duration) string {
+	s := summarize(ds)
+	if s.n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f / %.2f (%.2f–%.2f)", s.p50.Seconds(), s.p95.Seconds(), s.min.Seconds(), s.max.Seconds())
 }
 
 func (z *zeroBench) print(fnPreset string) {
-	fmt.Printf("\nScale to zero on the real node: a Node.js 22 Function (preset %s), dependencies from a local npm registry; %d wake-ups per setup\n\n", fnPreset, z.wakeups)
+	setups := zeroSetups()
+	fmt.Printf("\nScale to zero on the real node: Functions %s, dependencies from a local npm registry; %d wake-ups per setup\n\n", fnPreset, z.wakeups)
 	fmt.Println("| setup | from zero to the first answer |")
 	fmt.Println("|---|---|")
-	for _, s := range zeroSetups() {
+	for _, s := range setups {
 		fmt.Printf("| %s | %s |\n", s.name, quantiles(z.total[s.name], time.Second, "s"))
 	}
-	fmt.Println("\nWhere a wake-up's time goes (median of each phase; a phase the Pod watch did not see merges into the next):")
-	fmt.Println()
-	fmt.Print("| phase |")
-	for _, s := range zeroSetups() {
-		fmt.Printf(" %s |", s.name)
+
+	fmt.Printf("\nWhere a wake-up's time goes: p50 / p95 (min–max) of each phase, in s. The runtime listens when it answers the bench's GET /healthz on the Pod's IP, polled every %s from when the Pod watch sees the IP (not for the %s: each one's start shows in its first answer). A moment not seen merges its phase into the next.\n\n",
+		listenEvery, z.fleetColumn())
+	columns := []string{}
+	for _, s := range setups {
+		columns = append(columns, s.name)
 	}
-	fmt.Print("\n|---|")
-	for range zeroSetups() {
-		fmt.Print("---|")
-	}
-	fmt.Println()
-	for _, ph := range zeroPhases {
-		fmt.Printf("| %s |", ph)
-		for _, s := range zeroSetups() {
-			ds := slices.Clone(z.phases[s.name][ph])
-			sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-			if len(ds) == 0 {
-				fmt.Print(" - |")
-				continue
-			}
-			fmt.Printf(" %.2f s |", percentile(ds, 0.5).Seconds())
+	columns = append(columns, z.fleetColumn())
+	fmt.Printf("| phase | %s |\n|---|%s\n", strings.Join(columns, " | "), strings.Repeat("---|", len(columns)))
+	for _, ph := range append(slices.Clone(zeroPhases), zeroReadyRow) {
+		cells := make([]string, len(columns))
+		for i, c := range columns {
+			cells[i] = phaseCell(z.phases[c][ph])
 		}
-		fmt.Println()
+		fmt.Printf("| %s | %s |\n", ph, strings.Join(cells, " | "))
 	}
-	fmt.Printf("\n100 requests at once at zero (%s): %s\n", zeroSetups()[0].name, z.burst)
+
+	fmt.Printf("\n%d Functions at zero (%s, preset %s) called at the same moment: %s\n", z.fleet, setups[0].name, zeroFleetPreset, z.fleetOutcome)
+	z.printCPU()
+	fmt.Printf("\n%d requests at once to one Function at zero (%s): %s\n", z.burst, setups[0].name, z.burstOutcome)
 	fmt.Printf("\nSteady state, %d sequential calls through the Service (new connection each):\n", steadyCalls)
 	fmt.Printf("- minReplicas 0, awake: %s\n", quantiles(z.steady[0], time.Millisecond, "ms"))
 	fmt.Printf("- minReplicas 1:        %s\n", quantiles(z.steady[1], time.Millisecond, "ms"))
+}
+
+// printCPU prints the CPU-seconds of the Functions woken at once, by
+// process: over the wake-up, over as long idle, and per woken Pod.
+func (z *zeroBench) printCPU() {
+	burst, idle := z.cpu.burst, z.cpu.idle
+	pods := z.cpu.pods
+	if burst.wall <= 0 || idle.wall <= 0 || pods == 0 {
+		fmt.Println("\nCPU of the wake-up: not measured")
+		return
+	}
+	scale := burst.wall.Seconds() / idle.wall.Seconds()
+	fmt.Printf("\nCPU-seconds of the machine while they woke: from the calls to %s after the last Pod was Ready (%.1f s); idle: the same processes over %s just before, with every Function at zero, scaled to %.1f s; per woken Pod: (wake-up − idle) ÷ %d. A process counts with the children it reaped.\n\n",
+		zeroAfterglow, burst.wall.Seconds(), zeroIdle, burst.wall.Seconds(), pods)
+	fmt.Println("| process | wake-up | idle | per woken Pod |")
+	fmt.Println("|---|---|---|---|")
+	row := func(label string, during, idle time.Duration) {
+		baseline := idle.Seconds() * scale
+		fmt.Printf("| %s | %.2f | %.2f | %.3f |\n", label, during.Seconds(), baseline, (during.Seconds()-baseline)/float64(pods))
+	}
+	shown := map[string]bool{cpuBench: true}
+	for _, r := range cpuRows {
+		shown[r.name] = true
+		if _, ok := burst.processes[r.name]; ok {
+			row(r.label, burst.processes[r.name], idle.processes[r.name])
+		}
+	}
+	others := []string{}
+	for name := range burst.processes {
+		if !shown[name] {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	for _, name := range others {
+		row(name, burst.processes[name], idle.processes[name])
+	}
+	row("the bench", burst.processes[cpuBench], idle.processes[cpuBench])
+	rest := func(s cpuSpent) time.Duration {
+		d := s.busy
+		for _, v := range s.processes {
+			d -= v
+		}
+		return d
+	}
+	row("the rest of the machine", rest(burst), rest(idle))
+	row("all (the machine's busy time)", burst.busy, idle.busy)
 }
