@@ -165,9 +165,11 @@ const (
 	cpuBench     = "bench"
 )
 
+type cpuRow struct{ name, label string }
+
 // cpuRows are the rows of the CPU table, in order; what else the snapshots
 // name follows.
-var cpuRows = []struct{ name, label string }{
+var cpuRows = []cpuRow{
 	{"kubelet", "kubelet"},
 	{"containerd", "containerd, with the children it reaped (CNI plugins, shim starts)"},
 	{cpuShims, "containerd shims, with the children they reaped (runc)"},
@@ -189,8 +191,8 @@ type zeroBench struct {
 	fleetOutcome          string
 	burstOutcome          string
 	cpu                   struct {
-		burst, idle cpuSpent
-		pods        int // the Pods woken meanwhile
+		wake, idle cpuSpent
+		pods       int // the Pods woken meanwhile
 	}
 	steady [2][]time.Duration // [minReplicas 0, minReplicas 1]
 }
@@ -445,7 +447,7 @@ func (z *zeroBench) measureFleet(ctx context.Context, s zeroSetup) error {
 	time.Sleep(zeroAfterglow)
 	procs[cpuRuntimes] = z.runtimeProcesses(ctx, names)
 	after := z.snapshotCPU(procs)
-	z.cpu.burst = after.since(before)
+	z.cpu.wake = after.since(before)
 	if len(after.unreadable) > 0 {
 		z.log("CPU not read (the process ended): " + strings.Join(after.unreadable, ", "))
 	}
@@ -855,46 +857,52 @@ func (z *zeroBench) print(fnPreset string) {
 // printCPU prints the CPU-seconds of the Functions woken at once, by
 // process: over the wake-up, over as long idle, and per woken Pod.
 func (z *zeroBench) printCPU() {
-	burst, idle := z.cpu.burst, z.cpu.idle
-	pods := z.cpu.pods
-	if burst.wall <= 0 || idle.wall <= 0 || pods == 0 {
+	wake, idle, pods := z.cpu.wake, z.cpu.idle, z.cpu.pods
+	if wake.wall <= 0 || idle.wall <= 0 || pods == 0 {
 		fmt.Println("\nCPU of the wake-up: not measured")
 		return
 	}
-	scale := burst.wall.Seconds() / idle.wall.Seconds()
-	fmt.Printf("\nCPU-seconds of the machine while they woke: from the calls to %s after the last Pod was Ready (%.1f s); idle: the same processes over %s just before, with every Function at zero, scaled to %.1f s; per woken Pod: (wake-up − idle) ÷ %d. A process counts with the children it reaped.\n\n",
-		zeroAfterglow, burst.wall.Seconds(), zeroIdle, burst.wall.Seconds(), pods)
-	fmt.Println("| process | wake-up | idle | per woken Pod |")
-	fmt.Println("|---|---|---|---|")
-	row := func(label string, during, idle time.Duration) {
-		baseline := idle.Seconds() * scale
-		fmt.Printf("| %s | %.2f | %.2f | %.3f |\n", label, during.Seconds(), baseline, (during.Seconds()-baseline)/float64(pods))
-	}
-	shown := map[string]bool{cpuBench: true}
-	for _, r := range cpuRows {
-		shown[r.name] = true
-		if _, ok := burst.processes[r.name]; ok {
-			row(r.label, burst.processes[r.name], idle.processes[r.name])
-		}
-	}
-	others := []string{}
-	for name := range burst.processes {
-		if !shown[name] {
+	fmt.Printf("\nCPU-seconds of the machine while they woke: from the calls to %s after the last Pod was Ready (%.1f s); idle: the same processes over %s just before, every Function at zero, scaled to %.1f s; per woken Pod: (wake-up − idle) ÷ %d. A process counts with the children it reaped.\n\n",
+		zeroAfterglow, wake.wall.Seconds(), zeroIdle, wake.wall.Seconds(), pods)
+	rows := slices.Clone(cpuRows)
+	var others []string
+	for name := range wake.processes {
+		if !slices.ContainsFunc(rows, func(r cpuRow) bool { return r.name == name }) && name != cpuBench {
 			others = append(others, name)
 		}
 	}
 	slices.Sort(others)
 	for _, name := range others {
-		row(name, burst.processes[name], idle.processes[name])
+		rows = append(rows, cpuRow{name, name})
 	}
-	row("the bench", burst.processes[cpuBench], idle.processes[cpuBench])
-	rest := func(s cpuSpent) time.Duration {
-		d := s.busy
-		for _, v := range s.processes {
-			d -= v
+	rows = append(rows, cpuRow{cpuBench, "the bench"}, cpuRow{cpuRest, "the rest of the machine"}, cpuRow{cpuAll, "all (the machine's busy time)"})
+	scale := wake.wall.Seconds() / idle.wall.Seconds()
+	during, before := wake.byRow(), idle.byRow()
+	fmt.Println("| process | wake-up | idle | per woken Pod |")
+	fmt.Println("|---|---|---|---|")
+	for _, r := range rows {
+		d, ok := during[r.name]
+		if !ok {
+			continue // not on this cluster
 		}
-		return d
+		baseline := before[r.name].Seconds() * scale
+		fmt.Printf("| %s | %.2f | %.2f | %.3f |\n", r.label, d.Seconds(), baseline, (d.Seconds()-baseline)/float64(pods))
 	}
-	row("the rest of the machine", rest(burst), rest(idle))
-	row("all (the machine's busy time)", burst.busy, idle.busy)
+}
+
+// Rows of the CPU table that are no process.
+const (
+	cpuRest = "rest"
+	cpuAll  = "all"
+)
+
+// byRow is each process's time, what no process listed used (cpuRest) and
+// the machine's busy time (cpuAll).
+func (s cpuSpent) byRow() map[string]time.Duration {
+	out := map[string]time.Duration{cpuRest: s.busy, cpuAll: s.busy}
+	for name, d := range s.processes {
+		out[name] = d
+		out[cpuRest] -= d
+	}
+	return out
 }
