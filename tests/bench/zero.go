@@ -98,7 +98,8 @@ const (
 )
 
 // The moments of a wake-up, in order; zeroPhases[i] ends at moment i. Pod
-// Ready ends no phase: the activator does not wait for it.
+// Ready ends no phase, it is printed for reference: an activator that
+// forwards only to Ready Pods shows its wait in the last phase.
 const (
 	atCreated = iota
 	atScheduled
@@ -393,8 +394,12 @@ func (z *zeroBench) wake(ctx context.Context, name, url, want string) (time.Time
 func (z *zeroBench) measureFleet(ctx context.Context, s zeroSetup) error {
 	want := expect("awake", s.deps...)
 	names := make([]string, z.fleet)
+	for i := range names {
+		names[i] = fmt.Sprintf("fleet-%02d", i)
+	}
 	z.log(fmt.Sprintf("%d Functions (%s, preset %s): creating them at once", z.fleet, s.name, zeroFleetPreset))
 	defer func() {
+		// All deleted first: their Pods stop side by side.
 		for _, name := range names {
 			_ = z.fcs.Delete(context.Background(), &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: z.ns, Name: name}})
 		}
@@ -402,9 +407,8 @@ func (z *zeroBench) measureFleet(ctx context.Context, s zeroSetup) error {
 			_ = z.deleteFunction(context.Background(), name)
 		}
 	}()
-	for i := range names {
-		names[i] = fmt.Sprintf("fleet-%02d", i)
-		fn := z.sleepy(names[i], s)
+	for _, name := range names {
+		fn := z.sleepy(name, s)
 		fn.Spec.ResourceConfiguration = &v1alpha2.ResourceConfiguration{Function: &v1alpha2.ResourceRequirements{Profile: zeroFleetPreset}}
 		if err := z.fcs.Create(ctx, fn); err != nil {
 			return err
