@@ -13,7 +13,8 @@ import (
 // mode, its Pods on the real node), as a cluster's users share one module;
 // one of them also changes the log level, which reaches the running
 // controller without a restart. Then, on the same install and one at a
-// time, come the tutorials that change the Serverless CR and restore it.
+// time, come 25 Functions applied at once and the tutorials that change the
+// Serverless CR and restore it.
 // Tests that otherwise change the module, restart its parts or count its
 // controller's work run alone, each with its own install.
 func TestFunctionsSideBySide(t *testing.T) {
@@ -30,12 +31,16 @@ func TestFunctionsSideBySide(t *testing.T) {
 		// Deletes an activator Pod: the other scale-to-zero tests' parked
 		// Functions must keep answering meanwhile.
 		{"ActivatorPodDeletedWhileHolding", func(t *testing.T) { testActivatorPodDeletedWhileHolding(t, f.in(t)) }},
+		{"ReplicaThatCannotBePlacedSaysWhy", func(t *testing.T) { testReplicaThatCannotBePlacedSaysWhy(t, f.in(t)) }},
 	}, tutorials, []subtest{
 		{"FailingDependencyInstallKeepsThePreviousVersion", func(t *testing.T) { testFailingDependencyInstallKeepsThePreviousVersion(t, f.in(t)) }},
 		{"FunctionSeesItsSecrets", func(t *testing.T) { testFunctionSeesItsSecrets(t, f.in(t)) }},
 		{"ServiceSelectsOnlyTheFunctionsPods", func(t *testing.T) { testServiceSelectsOnlyTheFunctionsPods(t, f.in(t)) }},
 		{"CloudEventsReachTheHandler", func(t *testing.T) { testCloudEventsReachTheHandler(t, f.in(t)) }},
 	})...)
+	// Fills the node with Functions and builds: alone, before the CR
+	// changes.
+	t.Run("ManyFunctionsAtOnce", func(t *testing.T) { testManyFunctionsAtOnce(t, f.in(t)) })
 	for _, s := range alone {
 		t.Run(s.name, s.run)
 	}
