@@ -603,7 +603,7 @@ func TestNodejs(t *testing.T) {
 		testEmit(t, p, "node-test", map[string]any{"datacontenttype": "application/json"})
 	})
 	t.Run("access log", func(t *testing.T) {
-		require.Contains(t, s.stdout.String(), "GET /string 200")
+		require.Contains(t, s.stdout.String(), `"GET /string HTTP/1.1" 200`)
 	})
 }
 

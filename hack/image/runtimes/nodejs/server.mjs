@@ -13,9 +13,26 @@ import express from 'express';
 
 const PORT = 8080;
 const env = process.env;
-const timeoutSec = Number(env.FUNC_TIMEOUT) > 0 ? Number(env.FUNC_TIMEOUT) : 180;
-const mbLimit = Number(env.REQ_MB_LIMIT) > 0 ? Number(env.REQ_MB_LIMIT) : 1;
-const accessLog = Boolean(env.KYMA_INTERNAL_LOGGER_ENABLED);
+
+// The first of names that is set; a value that is not a positive number
+// is reported and replaced by the default, so a typo cannot stop the server.
+function positiveSetting(names, fallback) {
+  const name = names.find((n) => env[n] !== undefined && env[n] !== '');
+  if (name === undefined) return fallback;
+  const value = Number(env[name]);
+  if (value > 0) return value;
+  console.error(`${name}=${JSON.stringify(env[name])} is not a positive number: using ${fallback}`);
+  return fallback;
+}
+
+const timeoutSec = positiveSetting(['FUNC_TIMEOUT'], 180);
+// Kyma's nodejs20/22/24 read REQ_MB_LIMIT; its docs name FUNC_BODY_MB_LIMIT
+// instead (its nodejs26 reads only that). The old name wins, as a Function
+// setting both gets the old one's limit on Kyma's images.
+const mbLimit = positiveSetting(['REQ_MB_LIMIT', 'FUNC_BODY_MB_LIMIT'], 1);
+// Any value that is not empty turns the access log on, "false" too, as on
+// Kyma's images.
+const accessLog = Boolean(env.KYMA_INTERNAL_LOGGER_ENABLED || env.SERVER_INTERNAL_LOGGER);
 
 const context = {
   'function-name': env.FUNC_NAME,
@@ -185,12 +202,23 @@ function setDefaultType(res, value) {
   if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', value);
 }
 
+// Ends the response with body, its length in a header as Express's send()
+// puts it (the access log reads it there); Node would send the same. A
+// status without a body, or a handler's own framing, gets none.
+function endWith(res, body) {
+  const framed = res.hasHeader('Content-Length') || res.hasHeader('Transfer-Encoding');
+  if (!framed && res.statusCode !== 204 && res.statusCode !== 304) {
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+  }
+  res.end(body);
+}
+
 function sendText(res, status, text) {
   if (res.writableEnded || res.destroyed) return;
   if (res.headersSent) return void res.end();
   res.statusCode = status;
   setDefaultType(res, 'text/plain; charset=utf-8');
-  res.end(text);
+  endWith(res, text);
 }
 
 // Turns a handler's value (returned, resolved or passed to the callback) into the response.
@@ -203,9 +231,9 @@ function sendValue(res, body, status, headers) {
     if (body && typeof body === 'object') {
       const json = JSON.stringify(body);
       setDefaultType(res, 'application/json; charset=utf-8');
-      res.end(json);
+      endWith(res, json);
     } else if (body && typeof body === 'string') {
-      res.end(body);
+      endWith(res, body);
     } else if (body) {
       throw new TypeError(`cannot send a ${typeof body} as the response body`);
     } else if (status) {
@@ -268,13 +296,36 @@ function preflight(req, res) {
 
 const app = express();
 
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+// Apache's time format, in UTC: 10/Oct/2000:13:55:36 +0000.
+function clfDate(d) {
+  const two = (n) => String(n).padStart(2, '0');
+  return `${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
+    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`;
+}
+
+// The user of HTTP basic authentication, as the log names it.
+function basicUser(req) {
+  const [scheme, data] = String(req.headers.authorization || '').split(' ');
+  if (scheme?.toLowerCase() !== 'basic' || !data) return '-';
+  return Buffer.from(data, 'base64').toString().split(':')[0] || '-';
+}
+
+// One line per answered request in Apache's combined log format, on
+// stdout, as Kyma's images write it: address, user, time, request line,
+// status, body length, referrer, user agent.
+function accessLine(req, res) {
+  const header = (name) => req.headers[name] || '-';
+  const length = res.getHeader('Content-Length') ?? '-';
+  return `${req.socket.remoteAddress ?? '-'} - ${basicUser(req)} [${clfDate(new Date())}] ` +
+    `"${req.method} ${req.originalUrl} HTTP/${req.httpVersion}" ${res.statusCode} ${length} ` +
+    `"${header('referer')}" "${header('user-agent')}"`;
+}
+
 if (accessLog) {
   app.use((req, res, next) => {
-    const start = performance.now();
-    res.on('finish', () => {
-      const ms = (performance.now() - start).toFixed(3);
-      console.log(`${req.method} ${req.originalUrl} ${res.statusCode} ${res.getHeader('Content-Length') ?? '-'} - ${ms} ms`);
-    });
+    res.on('finish', () => console.log(accessLine(req, res)));
     next();
   });
 }

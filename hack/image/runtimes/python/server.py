@@ -35,21 +35,40 @@ PORT = 8080
 HANDLED_METHODS = ('GET', 'HEAD', 'POST', 'PATCH', 'DELETE')
 
 
-def env_number(name, default, kind):
-    try:
-        value = kind(os.environ.get(name, default))
-        return value if value > 0 else default
-    except ValueError:
+def env_number(names, default, kind, units=None):
+    """The value of the first of names that is set, times its unit (1 unless
+    units say otherwise). A value that is not a positive number is reported
+    and replaced by the default: Kyma's image would not start, and a typo
+    should not stop the Function."""
+    name = next((n for n in names if os.environ.get(n)), None)
+    if name is None:
         return default
+    try:
+        value = kind(os.environ[name])
+        if value > 0:
+            return kind(value * (units or {}).get(name, 1))
+    except ValueError:
+        pass
+    print(f'{name}={os.environ[name]!r} is not a positive number: using {default}', file=sys.stderr)
+    return default
 
 
-TIMEOUT = env_number('FUNC_TIMEOUT', 180, float)
-BODY_LIMIT = env_number('FUNC_MEMFILE_MAX', 104857600, int)
+MIB = 1024 * 1024
+TIMEOUT = env_number(['FUNC_TIMEOUT'], 180, float)
+# Kyma's python312 reads FUNC_MEMFILE_MAX in bytes; its docs name
+# FUNC_BODY_MB_LIMIT, in MiB, instead (its python314 reads only that). The
+# old name wins, as a Function setting both gets its limit on Kyma's image.
+BODY_LIMIT = env_number(['FUNC_MEMFILE_MAX', 'FUNC_BODY_MB_LIMIT'], 100 * MIB, int, {'FUNC_BODY_MB_LIMIT': MIB})
+# Handler calls served at the same time; more wait for a free slot (Kyma's
+# python312 reads CHERRYPY_NUMTHREADS, its python314 SERVER_NUMTHREADS).
+NUM_THREADS = env_number(['CHERRYPY_NUMTHREADS', 'SERVER_NUMTHREADS'], 50, int)
 # A rejected request body is read and dropped until the client closes or
 # sends nothing for this many seconds: closing a socket that still receives
 # data resets the connection, and the client would lose the answer.
 DRAIN_IDLE_SECONDS = 1
-ACCESS_LOG = bool(os.environ.get('KYMA_INTERNAL_LOGGER_ENABLED'))
+# Any value that is not empty turns the access log on, "false" too, as on
+# Kyma's images.
+ACCESS_LOG = bool(os.environ.get('KYMA_INTERNAL_LOGGER_ENABLED') or os.environ.get('SERVER_INTERNAL_LOGGER'))
 
 CONTEXT = {
     'function-name': os.environ.get('FUNC_NAME'),
@@ -124,6 +143,7 @@ class Metrics:
 
 
 METRICS = Metrics()
+CALL_SLOTS = threading.BoundedSemaphore(NUM_THREADS)
 
 
 class NoopSpan:
@@ -677,6 +697,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def send(self, status, body=b'', content_type='text/html; charset=UTF-8', headers=None):
         if isinstance(body, str):
             body = body.encode()
+        self.body_size = len(body)  # for the access log
         self.send_response(status)
         if body or status not in (204, 304):
             self.send_header('Content-Type', content_type)
@@ -757,6 +778,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reject(413, 'Payload Too Large')
         if Handler.func is None:
             return self.send(500, 'User function not loaded')
+        # As a server with NUM_THREADS worker threads: further calls wait
+        # for a free one. Health checks and metrics do not.
+        with CALL_SLOTS:
+            self.serve_call(body)
+
+    def serve_call(self, body):
         req = Request(wsgi_environ(self, len(body)), body)
         try:
             event = Event(req)
@@ -800,9 +827,37 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send(200, payload, content_type or 'text/html; charset=UTF-8')
 
     def log_request(self, code='-', size='-'):
-        if ACCESS_LOG:
-            print(f'{self.address_string()} - - [{self.log_date_time_string()}] '
-                  f'"{self.requestline}" {code} {size}', flush=True)
+        """One line per answer in Apache's combined log format, on stdout,
+        as Kyma's image writes it: address, user, time, request line,
+        status, body length, referrer, user agent."""
+        size = getattr(self, 'body_size', 0) or '-'
+        self.body_size = 0
+        if not ACCESS_LOG:
+            return
+        code = getattr(code, 'value', code)
+        # A request line that did not parse leaves no headers.
+        headers = getattr(self, 'headers', None) or {}
+        user = basic_user(headers.get('Authorization', ''))
+        referer, agent = headers.get('Referer', '-'), headers.get('User-Agent', '-')
+        when = time.strftime('%d/%b/%Y:%H:%M:%S +0000', time.gmtime())
+        print(f'{self.client_address[0]} - {user} [{when}] "{self.requestline}" {code} {size} '
+              f'"{referer}" "{agent}"', flush=True)
+
+
+def basic_user(authorization):
+    """The user of HTTP basic authentication, '-' if none."""
+    kind, _, data = authorization.partition(' ')
+    if kind.lower() == 'basic':
+        with contextlib.suppress(ValueError, UnicodeError):
+            return base64.b64decode(data.strip()).decode().partition(':')[0] or '-'
+    return '-'
+
+
+class Server(http.server.ThreadingHTTPServer):
+    # socketserver's backlog of 5 drops the connections of a burst (the
+    # activator forwards every held request at once after a wake), and
+    # their clients retry only a second or more later.
+    request_queue_size = socket.SOMAXCONN
 
 
 DRAIN_SECONDS = 2
@@ -810,7 +865,7 @@ DRAIN_SECONDS = 2
 
 def main():
     Handler.func = load_function()
-    server = http.server.ThreadingHTTPServer(('0.0.0.0', PORT), Handler)
+    server = Server(('0.0.0.0', PORT), Handler)
     server.daemon_threads = True
 
     def stop(signum, frame):
