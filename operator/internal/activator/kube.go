@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,18 +297,11 @@ func (k *Kube) startFailed(ctx context.Context, fn types.NamespacedName, began t
 	}
 	for _, c := range f.Status.Conditions {
 		if c.Type == v1alpha2.ConditionRunning && c.Status == corev1.ConditionFalse &&
-			slices.Contains(cannotStart, c.Reason) && !c.LastTransitionTime.Time.Before(began) {
+			v1alpha2.CannotStart(c.Reason) && !c.LastTransitionTime.Time.Before(began) {
 			return &Failure{Reason: StartFailed, Cause: c.Reason, Detail: c.Message}
 		}
 	}
 	return nil
-}
-
-// cannotStart are the reasons of a Running condition False that say a
-// Function's replicas will not start without a fix: the wake ends at once.
-var cannotStart = []string{
-	v1alpha2.ReasonDeploymentFailed, v1alpha2.ReasonReplicaRefused, v1alpha2.ReasonReplicaImagePullFailed,
-	v1alpha2.ReasonReplicaCrashLoop, v1alpha2.ReasonReplicaConfigError,
 }
 
 // waitCause is the WakeTimeout of a Function that reports why its replica
@@ -327,7 +319,7 @@ func (k *Kube) waitCause(fn types.NamespacedName) *Failure {
 			continue
 		}
 		words := c.Message
-		if _, after, ok := strings.Cut(c.Message, notPlaced); ok {
+		if _, after, ok := strings.Cut(c.Message, v1alpha2.NotPlacedSeparator); ok {
 			words = after
 		}
 		return &Failure{Reason: WakeTimeout, Cause: c.Reason + ": " + words,
@@ -335,10 +327,6 @@ func (k *Kube) waitCause(fn types.NamespacedName) *Failure {
 	}
 	return nil
 }
-
-// notPlaced ends the part of a ReplicaUnschedulable message that names the
-// Deployment and the Pod; the scheduler's words follow.
-const notPlaced = " is not placed: "
 
 // HoldTimeout is the Function's own hold timeout (activator.HoldTimeout),
 // def when it sets none or sets one that is not valid (the Function

@@ -117,6 +117,11 @@ const (
 	// ReasonReplicaUnschedulable (Running Unknown): a Pod is not placed on
 	// a node; the scheduler keeps trying, so it may still be.
 	ReasonReplicaUnschedulable = "ReplicaUnschedulable"
+	// NotPlacedSeparator ends the part of a ReplicaUnschedulable or
+	// JobPodUnschedulable message that names the Deployment or Job and the
+	// Pod; the scheduler's own words follow it, which the activator passes
+	// on to callers (they name nodes and resources only).
+	NotPlacedSeparator = " is not placed: "
 	// ReasonReplicaRefused (Running False): the API server refuses the
 	// Function's Pods (ReplicaSet ReplicaFailure FailedCreate: a
 	// ResourceQuota, a LimitRange, an admission policy).

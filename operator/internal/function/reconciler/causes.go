@@ -76,7 +76,7 @@ func replicaCause(deployment string, rs *appsv1.ReplicaSet, pods []corev1.Pod, b
 	for _, pod := range owned {
 		if c := unschedulable(pod); c != nil {
 			return &cause{corev1.ConditionUnknown, v1alpha2.ReasonReplicaUnschedulable,
-				fmt.Sprintf("Deployment %s: Pod %s is not placed: %s%s", deployment, pod.Name, c.Message, serving)}
+				fmt.Sprintf("Deployment %s: Pod %s%s%s%s", deployment, pod.Name, v1alpha2.NotPlacedSeparator, c.Message, serving)}
 		}
 	}
 	return nil
@@ -123,7 +123,7 @@ func buildCause(job *batchv1.Job, pods []corev1.Pod, refusal *corev1.Event) *cau
 	for _, pod := range live {
 		if c := unschedulable(pod); c != nil {
 			return &cause{corev1.ConditionUnknown, v1alpha2.ReasonJobPodUnschedulable,
-				fmt.Sprintf("Job %s: Pod %s is not placed: %s", job.Name, pod.Name, c.Message)}
+				fmt.Sprintf("Job %s: Pod %s%s%s", job.Name, pod.Name, v1alpha2.NotPlacedSeparator, c.Message)}
 		}
 	}
 	if len(live) > 0 || refusal == nil {
