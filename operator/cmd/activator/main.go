@@ -23,6 +23,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/internal/activator"
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -94,6 +95,7 @@ func parse(args []string, lookup func(string) (string, bool), out io.Writer) (co
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=serverless-activator,namespace=kyma-system
 
 func main() {
+	fips.RefuseUnlessEnforced(module.Activator().Binary)
 	name := module.Activator().Binary
 	cfg, err := parse(os.Args[1:], os.LookupEnv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -28,6 +28,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/eject"
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -35,6 +36,8 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kyma-system
 
 func main() {
+	// Before the subcommands: the build Job's steps run this binary too.
+	fips.RefuseUnlessEnforced(module.FunctionController().Binary)
 	// The build Job's init container runs this image as `fetch`.
 	if len(os.Args) > 1 && os.Args[1] == "fetch" {
 		os.Exit(runFetch(context.Background(), os.LookupEnv, os.Stdout, os.Stderr, terminationLog))

@@ -26,6 +26,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/reconciler"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
@@ -53,6 +54,7 @@ type config struct {
 }
 
 func main() {
+	fips.RefuseUnlessEnforced(module.Manager().Binary)
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "serverless-manager:", err)
 		os.Exit(1)

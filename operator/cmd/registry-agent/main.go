@@ -22,11 +22,13 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
 	agent "github.com/kyma-project/serverless-manager/operator/internal/registryagent"
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
 
 func main() {
+	fips.RefuseUnlessEnforced(module.RegistryAgent().Binary)
 	name := module.RegistryAgent().Binary
 	flags := flag.NewFlagSet(name, flag.ExitOnError)
 	flags.Usage = func() {
