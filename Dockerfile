@@ -8,7 +8,9 @@
 ARG BINARY=manager
 
 FROM golang:1.26 AS build
-ENV GOTOOLCHAIN=local CGO_ENABLED=0
+# GOFIPS140: Go's FIPS 140-3 module, as `make build` and `make image`
+# (docs/contributor/fips.md).
+ENV GOTOOLCHAIN=local CGO_ENABLED=0 GOFIPS140=v1.0.0
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

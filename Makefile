@@ -7,6 +7,10 @@ export GOTOOLCHAIN := local
 # instead of compiling every package twice.
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+# Go's FIPS 140-3 module v1.0.0 (docs/contributor/fips.md), for tests too:
+# it replaces the crypto packages' source, so a test built without it would
+# compile a second copy of every package that links crypto (nearly all).
+export GOFIPS140 := v1.0.0
 
 ASSETS := $(CURDIR)/bin/assets
 export KUBEBUILDER_ASSETS := $(ASSETS)
@@ -19,7 +23,7 @@ all: build
 tools: ## build the control plane and tool binaries into bin/ (no-op when present)
 	hack/tools.sh
 
-build: ## every binary (operator/cmd/<name> → bin/<name>), built as in the images (static, no symbols): tests and bench measure what ships
+build: ## every binary (operator/cmd/<name> → bin/<name>), built as in the images (static, no symbols, GOFIPS140): tests and bench measure what ships
 	go build -ldflags "-s -w" -o bin/ ./operator/cmd/...
 
 IMAGE_REPOSITORY ?= europe-docker.pkg.dev/kyma-project/prod

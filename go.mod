@@ -2,6 +2,11 @@ module github.com/kyma-project/serverless-manager
 
 go 1.26.0
 
+// Built with GOFIPS140 (Makefile), binaries would default to fips140=on;
+// outside FIPS mode they run as before, as release 1.13's do
+// (docs/contributor/fips.md). FIPS mode sets GODEBUG=fips140=only.
+godebug fips140=off
+
 require (
 	github.com/distribution/distribution/v3 v3.1.1
 	github.com/fsnotify/fsnotify v1.10.1

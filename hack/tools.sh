@@ -10,7 +10,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TOOLS="$ROOT/hack/tools"
 BIN="$ROOT/bin"
-export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
+# The tools are not the module's binaries: no FIPS module (the Makefile's
+# GOFIPS140 would make them default to fips140=on).
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0 GOFIPS140=off
 
 # version of a required module, read from the tool module's go.mod
 modver() { awk -v m="$2" '$1==m || ($1=="require" && $2==m) {print ($1=="require") ? $3 : $2; exit}' "$TOOLS/$1/go.mod"; }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
@@ -184,6 +185,7 @@ func TestDockerfileBuildsTheSameImages(t *testing.T) {
 		"USER 65532:65532\n",
 		"WORKDIR /\n",
 		`go build -trimpath -ldflags "-s -w" -o /rootfs/${BINARY} ./operator/cmd/${BINARY}`,
+		"GOFIPS140=" + fips.Module,
 		"chmod 1777 /rootfs/tmp",
 		ociimage.LabelVersion + "=${VERSION}",
 		ociimage.LabelRevision + "=${REVISION}",

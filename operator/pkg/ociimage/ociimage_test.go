@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"debug/buildinfo"
 	"encoding/pem"
 	"io/fs"
 	"math/big"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
@@ -274,6 +276,20 @@ func TestReadCACerts(t *testing.T) {
 			assert.NotEmpty(t, data)
 		})
 	}
+}
+
+// The images' binaries link Go's FIPS 140-3 module and, outside FIPS mode,
+// run with fips140=off (go.mod) as before; GODEBUG=fips140=only switches.
+func TestGoBuildLinksTheFIPSModule(t *testing.T) {
+	info, err := buildinfo.ReadFile(hello(t))
+	require.NoError(t, err)
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	assert.True(t, strings.HasPrefix(settings["GOFIPS140"], fips.Module+"-"), "GOFIPS140=%q", settings["GOFIPS140"])
+	assert.Contains(t, strings.Split(settings["DefaultGODEBUG"], ","), "fips140=off")
+	assert.Equal(t, "0", settings["CGO_ENABLED"])
 }
 
 func TestGoBuildMissingPackage(t *testing.T) {
