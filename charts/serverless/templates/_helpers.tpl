@@ -8,11 +8,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 kyma-project.io/module: serverless
 {{- end }}
 
-{{/* Full image reference of global.images.<key>. */}}
+{{/* Full image reference of global.images.<key>; in FIPS mode its FIPS
+image where it has one (1.13's runtimes), unless `image` overrides it. */}}
 {{- define "serverless.image" -}}
 {{- $img := index .root.Values.global.images .key -}}
 {{- if $img.image -}}
 {{- $img.image -}}
+{{- else if and .root.Values.containers.manager.fipsModeEnabled $img.fipsRepository -}}
+{{- printf "%s/%s:%s" ($img.fipsRegistry | default ($img.registry | default .root.Values.global.imageRegistry)) $img.fipsRepository ($img.tag | toString) -}}
 {{- else -}}
 {{- printf "%s/%s:%s" ($img.registry | default .root.Values.global.imageRegistry) $img.repository ($img.tag | toString) -}}
 {{- end -}}
@@ -62,4 +65,14 @@ Function presets are buildlessFunctionPresets. */ -}}
 {{- $_ := set $rc.function.resources "presets" .Values.controller.buildlessFunctionPresets }}
 {{- end }}
 {{- toYaml $rc }}
+{{- end }}
+
+{{- /* The env of a module binary's container in FIPS mode
+(docs/contributor/fips.md): the switch its main checks and Go's
+enforcement, without which it refuses to start. */ -}}
+{{- define "serverless.fipsEnv" -}}
+- name: KYMA_FIPS_MODE_ENABLED
+  value: "true"
+- name: GODEBUG
+  value: fips140=only
 {{- end }}

@@ -91,6 +91,13 @@ func run() error {
 		}
 	}
 
+	// Checked at start (fips.RefuseUnlessEnforced); here it only fails on a
+	// value that is not a boolean, which the check has refused already.
+	fipsMode, err := fips.Requested(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+
 	nodePorts, err := values.ParseNodePortRange(cfg.nodePorts)
 	if err != nil {
 		return fmt.Errorf("--node-port-range: %w", err)
@@ -138,7 +145,7 @@ func run() error {
 	chartVersion, err := app.Setup(mgr, app.Options{
 		Chart:   chartFS,
 		Metrics: crmetrics.Registry,
-		Options: reconciler.Options{Namespace: cfg.namespace, ImageOverrides: imageOverrides(), NewSecret: randomAlphanumeric, NodePortRange: nodePorts,
+		Options: reconciler.Options{Namespace: cfg.namespace, ImageOverrides: imageOverrides(os.LookupEnv, fipsMode), FIPSMode: fipsMode, NewSecret: randomAlphanumeric, NodePortRange: nodePorts,
 			RegistryUsage: registryUsage, RegistryUsageEvery: cfg.registryUsageEvery},
 	})
 	if err != nil {
@@ -150,7 +157,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	logger.Info("starting", "namespace", cfg.namespace, "chart", chartVersion, "leaderElection", leaderElect)
+	logger.Info("starting", "namespace", cfg.namespace, "chart", chartVersion, "leaderElection", leaderElect, "fipsMode", fipsMode)
 	return mgr.Start(ctx)
 }
 
@@ -182,10 +189,16 @@ func registryUsage(ctx context.Context, namespace, username, password string) (r
 	return c.Usage(ctx)
 }
 
-func imageOverrides() map[string]string {
+// imageOverrides are the IMAGE_<KEY> variables; in FIPS mode
+// IMAGE_<KEY>_FIPS wins, as release 1.13's operator reads it.
+func imageOverrides(lookup func(string) (string, bool), fipsMode bool) map[string]string {
 	out := map[string]string{}
 	for _, k := range imageKeys {
-		if v := os.Getenv("IMAGE_" + strings.ToUpper(k)); v != "" {
+		name := "IMAGE_" + strings.ToUpper(k)
+		if v, _ := lookup(name); v != "" {
+			out[k] = v
+		}
+		if v, _ := lookup(name + "_FIPS"); fipsMode && v != "" {
 			out[k] = v
 		}
 	}

@@ -1,7 +1,8 @@
 // Package reconciler drives a Serverless CR to its desired state. A reconcile
 // runs a list of named steps, one per file, written down in one place
 // (steps.go): the install or, for a CR being deleted, the uninstall. Each
-// step updates the run's status and says whether the run goes on. The
+// step updates the run's status and says with its outcome how the run goes
+// on (package steps runs, times and logs the list). The
 // status is written once at the end, and only when it changed.
 package reconciler
 
@@ -33,6 +34,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 )
@@ -93,6 +95,8 @@ type Options struct {
 	Scope Scope
 	// ImageOverrides replace chart images, keyed like the chart's global.images.
 	ImageOverrides map[string]string
+	// FIPSMode is the manager's KYMA_FIPS_MODE_ENABLED (values.Facts.FIPSMode).
+	FIPSMode bool
 	// NewSecret returns a random alphanumeric string of length n.
 	NewSecret func(n int) string
 	// FunctionsRecheck is how often a blocked uninstall looks for Functions again.
@@ -202,19 +206,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &state{cr: cr, before: cr.Status.DeepCopy(), log: log.FromContext(ctx)}
-	r.run(ctx, s, r.steps(cr))
+	res, err := steps.Run(ctx, s, r.steps(cr), r.observeStep)
 	if s.gone {
 		r.forget(ctx, cr.Namespace, cr.Name)
-		return s.result, s.err
+		return res, err
 	}
-	if err := r.writeStatus(ctx, s); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if werr := r.writeStatus(ctx, s); werr != nil {
+		if apierrors.IsConflict(werr) || apierrors.IsNotFound(werr) {
 			// Someone changed the CR meanwhile; the watch brings it back.
 			return ctrl.Result{Requeue: true}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+		return ctrl.Result{}, fmt.Errorf("writing status: %w", werr)
 	}
-	return s.result, s.err
+	return res, err
+}
+
+// observeStep records a step's duration in the metrics.
+func (r *Reconciler) observeStep(step string, took time.Duration) {
+	if r.metrics != nil {
+		r.metrics.ObserveStep(step, took)
+	}
 }
 
 // forget drops what the manager keeps about a CR that is gone: its state
@@ -345,9 +356,8 @@ type state struct {
 	// found (nil: none), for the cleanup after the apply.
 	upstream *upstreamInstall
 
-	result ctrl.Result
-	err    error
-	// gone is set when the CR no longer exists (finalizer removed): no status write.
+	// gone is set when the CR no longer exists (finalizer removed): no
+	// status write. The run's flow and result are the steps' outcomes.
 	gone bool
 }
 
@@ -376,10 +386,10 @@ func (s *state) stateMessage() string {
 // fail ends the reconcile in state Error with a condition and, when the
 // condition is new, a Warning event (retries of the same error add none)
 // whose reason is the cause, also where the condition carries upstream's
-// reason. retry says whether the error may pass by itself (API trouble), in
-// which case controller-runtime retries with backoff. It returns false: the
-// run ends.
-func (r *Reconciler) fail(s *state, condType, cause string, err error, retry bool) bool {
+// reason. retry says whether the error may pass by itself (API trouble): it
+// is returned then, and controller-runtime retries with backoff. The run
+// ends (steps.Fail).
+func (r *Reconciler) fail(s *state, condType, cause string, err error, retry bool) (steps.Outcome, error) {
 	s.cr.Status.State = v1alpha1.StateError
 	s.cr.Status.ObservedGeneration = s.cr.Generation
 	c := s.setCondition(condType, metav1.ConditionFalse, cause, err.Error())
@@ -387,9 +397,9 @@ func (r *Reconciler) fail(s *state, condType, cause string, err error, retry boo
 		prev.Reason != c.Reason || prev.Message != c.Message {
 		r.events.Eventf(s.cr, nil, corev1.EventTypeWarning, cause, "Reconcile", "%s", err.Error())
 	}
-	if retry {
-		s.err = err
-	}
 	s.log.Error(err, "reconcile failed", "reason", cause)
-	return false
+	if retry {
+		return steps.Fail(cause), err
+	}
+	return steps.Fail(cause), nil
 }

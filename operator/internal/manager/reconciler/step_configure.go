@@ -19,6 +19,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -26,7 +27,7 @@ import (
 
 // stepConfigure turns the spec and what the cluster holds into chart values
 // and the effective configuration shown in the status.
-func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepConfigure(ctx context.Context, s *state) (steps.Outcome, error) {
 	facts, err := r.facts(ctx, s.cr)
 	facts.Mode = values.ModeFacts{
 		Annotation: s.cr.Annotations[v1alpha1.BuildlessModeAnnotation],
@@ -74,7 +75,7 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 		msg += "; Functions run buildless: the internal registry stays until dockerRegistry.enableInternal is false"
 	}
 	s.setCondition(v1alpha1.ConditionConfigured, metav1.ConditionTrue, reason, msg)
-	return true
+	return steps.Next(), nil
 }
 
 // facts gathers what the values depend on besides the spec, from the cache
@@ -83,7 +84,7 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) bool {
 // Services cluster-wide to find a free NodePort.
 func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values.Facts, error) {
 	ns := cr.Namespace
-	f := values.Facts{Namespace: ns, ImageOverrides: r.opts.ImageOverrides, NewSecret: r.opts.NewSecret}
+	f := values.Facts{Namespace: ns, ImageOverrides: r.opts.ImageOverrides, FIPSMode: r.opts.FIPSMode, NewSecret: r.opts.NewSecret}
 	var err error
 	if f.Nodes, err = r.live.NodeCount(ctx); err != nil {
 		return f, err

@@ -75,7 +75,7 @@ func (r *Reconciler) ownershipOf(cr *v1alpha1.Serverless) (ownership, error) {
 	every := *cr.Spec.DeepCopy()
 	every.EnableNetworkPolicies = true
 	every.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}
-	facts := values.Facts{Namespace: cr.Namespace, ImageOverrides: r.opts.ImageOverrides,
+	facts := values.Facts{Namespace: cr.Namespace, ImageOverrides: r.opts.ImageOverrides, FIPSMode: r.opts.FIPSMode,
 		NewSecret: func(n int) string { return strings.Repeat("x", n) }}
 	var rendered []*unstructured.Unstructured
 	for _, spec := range []v1alpha1.ServerlessSpec{cr.Spec, every} {

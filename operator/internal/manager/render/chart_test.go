@@ -66,9 +66,13 @@ func variants() []variant {
 		{name: "buildless", spec: v1alpha1.ServerlessSpec{FunctionMode: v1alpha1.FunctionModeBuildless}, facts: values.Facts{Nodes: 3}},
 		{name: "buildless-internal-registry", spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}},
 			facts: values.Facts{Nodes: 3, NodePort: 32140, Mode: values.ModeFacts{Annotation: "enabled"}}},
+		// The manager with KYMA_FIPS_MODE_ENABLED=true (docs/contributor/fips.md).
+		{name: "fips", spec: v1alpha1.ServerlessSpec{DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}},
+			facts: values.Facts{Nodes: 3, NodePort: 32140, FIPSMode: true}},
+		{name: "fips-buildless", spec: v1alpha1.ServerlessSpec{FunctionMode: v1alpha1.FunctionModeBuildless}, facts: values.Facts{Nodes: 3, FIPSMode: true}},
 		// Not a golden: every switch on at once, for the dry run and the kinds check.
 		{name: "everything", spec: v1alpha1.ServerlessSpec{EnableNetworkPolicies: true, DockerRegistry: &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}},
-			facts: values.Facts{Nodes: 3, InternalCredentials: &values.Credentials{Username: fixed(20), Password: fixed(40)}},
+			facts: values.Facts{Nodes: 3, InternalCredentials: &values.Credentials{Username: fixed(20), Password: fixed(40)}, FIPSMode: true},
 			extra: map[string]any{"controller": map[string]any{"replicas": int64(3)}}},
 	}
 }

@@ -15,6 +15,9 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
 )
 
+// minHMACKeyBytes is the shortest HMAC key FIPS 140-only mode accepts.
+const minHMACKeyBytes = 112 / 8
+
 // Keys an external registry Secret must hold.
 var RegistrySecretKeys = []string{"username", "password", "serverAddress", "registryAddress"}
 
@@ -51,6 +54,9 @@ type Facts struct {
 	NewSecret func(n int) string
 	// Mode is what the Function mode depends on besides spec.functionMode.
 	Mode ModeFacts
+	// FIPSMode is the manager's KYMA_FIPS_MODE_ENABLED: the installation
+	// runs in FIPS mode, whatever the CR says (as release 1.13's).
+	FIPSMode bool
 }
 
 // ConfigError is a spec the manager cannot act on; Reason goes into the
@@ -108,6 +114,7 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 			},
 		},
 		NetworkPolicies: Toggle{Enabled: spec.EnableNetworkPolicies},
+		Containers:      Containers{Manager: ManagerContainer{FipsModeEnabled: f.FIPSMode}},
 	}
 	if spec.Eventing != nil {
 		v.Controller.Configuration.FunctionPublisherProxyAddress = spec.Eventing.Endpoint
@@ -232,9 +239,16 @@ func deleteExternal(spec *v1alpha1.DockerRegistry) bool {
 }
 
 // httpSecret derives the registry's HTTP secret from its password: stable
-// while the credentials are, without storing another secret.
+// while the credentials are, without storing another secret. FIPS 140-only
+// mode refuses HMAC keys under 112 bits (a panic); a password that short
+// (never one the manager generates: 40 characters) keys it with its SHA-256.
 func httpSecret(password string) string {
-	mac := hmac.New(sha256.New, []byte(password))
+	key := []byte(password)
+	if len(key) < minHMACKeyBytes {
+		sum := sha256.Sum256(key)
+		key = sum[:]
+	}
+	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("serverless-docker-registry-http-secret"))
 	return hex.EncodeToString(mac.Sum(nil))[:32]
 }

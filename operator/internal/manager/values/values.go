@@ -19,6 +19,21 @@ type Values struct {
 	DockerRegistry  DockerRegistry `json:"dockerRegistry"`
 	Controller      Controller     `json:"controller"`
 	NetworkPolicies Toggle         `json:"networkPolicies"`
+	// Containers holds the FIPS switch under release 1.13's key.
+	Containers Containers `json:"containers"`
+}
+
+// Containers is release 1.13's values.containers, of which the module has
+// only the FIPS switch (docs/contributor/fips.md).
+type Containers struct {
+	Manager ManagerContainer `json:"manager"`
+}
+
+// ManagerContainer is 1.13's values.containers.manager.
+type ManagerContainer struct {
+	// FipsModeEnabled runs every module binary with GODEBUG=fips140=only
+	// and their FIPS runtime images (1.13's containers.manager.fipsModeEnabled).
+	FipsModeEnabled bool `json:"fipsModeEnabled"`
 }
 
 // Global values shared by all templates.
