@@ -4,95 +4,100 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"slices"
 	"time"
 )
 
-// action is one part of the node. up brings it up; down removes whatever
-// of it exists, so it is safe when up never ran, failed or was killed, and
-// when it runs twice.
-type action struct {
-	name string
-	up   func(ctx context.Context) error
-	down func(ctx context.Context) error
+// action is one part of the cluster, in the shape of kind's actions: a
+// type with a name, an Up that brings the part up and a Down that removes
+// whatever of it exists. Down is safe when Up never ran, failed or was
+// killed, and when it runs twice; an action with nothing to undo returns
+// nil. Both get everything they work with from the actionContext.
+type action interface {
+	Name() string
+	Up(ctx context.Context, ac *actionContext) error
+	Down(ctx context.Context, ac *actionContext) error
 }
 
-// node is this machine acting as the cluster's real node.
-type node struct {
+// actionContext is what every action and command works with: the settings
+// and paths (config), where to log and print, the environment, and what
+// earlier actions of the same run produced.
+type actionContext struct {
 	config
 	log *log.Logger
+	// out is where commands print their answer (stdout).
+	out io.Writer
+	// getenv reads the caller's environment (settings not recorded yet).
+	getenv func(string) string
+
+	// caCert is the cluster CA's certificate, once the certificates
+	// action made it; the bootstrap objects' APIService carries it.
+	caCert []byte
 }
 
-func newNode(c config) *node {
-	return &node{config: c, log: log.New(os.Stderr, "[node] ", log.Ltime)}
+func newActionContext(c config) *actionContext {
+	return &actionContext{config: c, log: log.New(os.Stderr, "[node] ", log.Ltime), out: os.Stdout, getenv: os.Getenv}
 }
 
 // networkActions come before the control plane: the API server listens on
 // the bridge's address, where Pods reach it.
-func (n *node) networkActions() []action {
+func networkActions() []action {
+	return []action{preflight{}, sysctls{}, iptablesChains{}, podBridge{}}
+}
+
+// controlPlaneActions run after the network and before the node's own
+// daemons, which talk to the API server.
+func controlPlaneActions() []action {
 	return []action{
-		n.preflight(),
-		n.sysctls(),
-		n.iptables(),
-		n.bridgeAction(),
+		certificates{}, etcd{}, apiServer{}, controllerManager{}, scheduler{},
+		kwok{}, bootstrapObjects{}, volumeRecycler{},
 	}
 }
 
 // nodeActions come after the control plane.
-func (n *node) nodeActions() []action {
+func nodeActions() []action {
 	return []action{
-		n.imageRegistry(),
-		n.containerd(),
-		n.kubelet(),
-		n.kubeProxy(),
-		n.coreDNS(),
-		n.metricsServer(),
-		n.sysctlRecord(),
-		n.nodeReady(),
+		imageRegistry{}, containerd{}, kubelet{}, kubeProxy{}, coreDNS{},
+		metricsServer{}, sysctlRecord{}, nodeReady{},
 	}
 }
 
 // allActions in order: down runs them in reverse, so the node's daemons
 // stop before the API server they talk to, and the bridge it listens on
 // goes last.
-func (n *node) allActions() []action {
-	return slices.Concat(n.networkActions(), n.controlPlaneActions(), n.nodeActions())
+func allActions() []action {
+	return slices.Concat(networkActions(), controlPlaneActions(), nodeActions())
 }
 
 // up runs the actions in order; when one fails, the downs of those that
-// ran (the failed one included) run in reverse.
-func (n *node) up(ctx context.Context, actions []action) error {
+// went up and of the failed one (it may have gone half-way) run in
+// reverse.
+func (ac *actionContext) up(ctx context.Context, actions []action) error {
 	start := time.Now()
 	for i, a := range actions {
-		if a.up == nil {
-			continue
-		}
 		t := time.Now()
-		if err := a.up(ctx); err != nil {
-			err = fmt.Errorf("%s: %w", a.name, err)
-			n.log.Printf("%v; undoing what was done", err)
-			return errors.Join(err, n.down(context.Background(), actions[:i+1]))
+		if err := a.Up(ctx, ac); err != nil {
+			err = fmt.Errorf("%s: %w", a.Name(), err)
+			ac.log.Printf("%v; undoing what was done", err)
+			return errors.Join(err, ac.down(context.Background(), actions[:i+1]))
 		}
-		n.log.Printf("%s up (%.1fs)", a.name, time.Since(t).Seconds())
+		ac.log.Printf("%s up (%.1fs)", a.Name(), time.Since(t).Seconds())
 	}
-	n.log.Printf("done after %.1fs", time.Since(start).Seconds())
+	ac.log.Printf("done after %.1fs", time.Since(start).Seconds())
 	return nil
 }
 
 // down runs every action's down in reverse order and goes on after an
 // error, so one stuck part does not leave the others behind.
-func (n *node) down(ctx context.Context, actions []action) error {
+func (ac *actionContext) down(ctx context.Context, actions []action) error {
 	var errs []error
-	for i := len(actions) - 1; i >= 0; i-- {
-		a := actions[i]
-		if a.down == nil {
-			continue
-		}
-		if err := a.down(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("%s down: %w", a.name, err))
-			n.log.Printf("%s down: %v", a.name, err)
+	for _, a := range slices.Backward(actions) {
+		if err := a.Down(ctx, ac); err != nil {
+			errs = append(errs, fmt.Errorf("%s down: %w", a.Name(), err))
+			ac.log.Printf("%s down: %v", a.Name(), err)
 		}
 	}
 	return errors.Join(errs...)

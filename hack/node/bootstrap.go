@@ -1,11 +1,48 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/process"
 )
+
+// bootstrapObjects creates what the cluster needs beyond its defaults
+// (bootstrapYAML) and waits until kwok reports the simulated nodes Ready.
+// Its down has nothing to do: the objects go with etcd's data.
+type bootstrapObjects struct{}
+
+func (bootstrapObjects) Name() string { return "bootstrap objects" }
+
+func (bootstrapObjects) Up(ctx context.Context, ac *actionContext) error {
+	for i := range ac.pvs {
+		if err := os.MkdirAll(ac.volumeDir(i), 0o755); err != nil {
+			return err
+		}
+	}
+	if ac.caCert == nil {
+		return errors.New("no cluster CA: the certificates action has not run")
+	}
+	cmd := ac.kubectlCommand("apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(bootstrapYAML(ac.config, ac.caCert))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl apply: %w: %s", err, out)
+	}
+	return waitFor(ctx, 120*time.Second, fmt.Sprintf("%d simulated nodes Ready", ac.nodes), func() error {
+		if err := ac.checkAlive("kwok"); err != nil {
+			return process.StopWaiting{Err: err}
+		}
+		return ac.simulatedNodesReady()
+	})
+}
+
+func (bootstrapObjects) Down(context.Context, *actionContext) error { return nil }
 
 // bootstrapYAML is what the cluster needs beyond its defaults: the default
 // StorageClass, the RBAC of the parts that have no built-in binding (the API
@@ -14,9 +51,9 @@ import (
 // manages (selected by the kwok.x-k8s.io/node annotation) and a pool of
 // static volumes (Retain: scrubbed and handed back when released by the
 // volume recycler, recycler.go).
-func (n *node) bootstrapYAML(ca []byte) string {
-	gw := n.gateway().String()
-	metricsPort := strconv.Itoa(n.metricsServerPort)
+func bootstrapYAML(c config, ca []byte) string {
+	gw := c.gateway().String()
+	metricsPort := strconv.Itoa(c.metricsServerPort)
 	docs := []string{`apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
@@ -123,7 +160,7 @@ spec:
   caBundle: ` + base64.StdEncoding.EncodeToString(ca),
 	}
 	zones := []string{"a", "b", "c"}
-	for i := range n.nodes {
+	for i := range c.nodes {
 		name := fmt.Sprintf("kwok-node-%d", i)
 		docs = append(docs, `apiVersion: v1
 kind: Node
@@ -142,7 +179,7 @@ status:
   capacity: {cpu: "32", memory: 256Gi, pods: "110", ephemeral-storage: 500Gi}
   allocatable: {cpu: "32", memory: 256Gi, pods: "110", ephemeral-storage: 500Gi}`)
 	}
-	for i := range n.pvs {
+	for i := range c.pvs {
 		docs = append(docs, `apiVersion: v1
 kind: PersistentVolume
 metadata:
@@ -155,7 +192,7 @@ spec:
   persistentVolumeReclaimPolicy: Retain
   storageClassName: standard
   volumeMode: Filesystem
-  hostPath: {path: "`+n.volumeDir(i)+`", type: DirectoryOrCreate}`)
+  hostPath: {path: "`+c.volumeDir(i)+`", type: DirectoryOrCreate}`)
 	}
 	return strings.Join(docs, "\n---\n") + "\n"
 }

@@ -185,20 +185,6 @@ func settingLines(lc localcluster.Config) []string {
 	return lines
 }
 
-// warnEnvDiffers says which settings the caller's environment asks for
-// that the running cluster does not have.
-func (n *node) warnEnvDiffers(getenv func(string) string) {
-	if !n.recorded {
-		return
-	}
-	recorded := n.cluster.Settings()
-	for _, name := range localcluster.TunableNames {
-		if v := getenv(name); v != "" && v != recorded[name] {
-			n.log.Printf("note: the running cluster has %s=%s (asked for %s); run 'hack/cluster.sh down' first to change it", name, recorded[name], v)
-		}
-	}
-}
-
 // portsFree fails, naming them, when another process listens on any of the
 // control plane's ports.
 func (c config) portsFree() error {
@@ -213,4 +199,8 @@ func (c config) portsFree() error {
 		return fmt.Errorf("port %s in use by another process; pick other ports via APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT, KCM_PORT, SCHEDULER_PORT, KWOK_PORT", strings.Join(busy, ", "))
 	}
 	return nil
+}
+
+func (c config) volumeDir(i int) string {
+	return filepath.Join(c.state, "volumes", "pv-"+strconv.Itoa(i))
 }

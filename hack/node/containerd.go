@@ -31,48 +31,50 @@ func (c config) containerdSocket() string {
 // namespaces. Images are pulled from the node's registry: its own address
 // over plain HTTP, and Kyma's published registry mirrored to it (the
 // module's images are built here under their published names).
-func (n *node) containerd() action {
-	return action{
-		name: "containerd",
-		up: func(ctx context.Context) error {
-			if err := n.writeContainerdConfig(); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Dir(n.containerdSocket()), 0o700); err != nil {
-				return err
-			}
-			return n.startContainerd(ctx)
-		},
-		down: func(context.Context) error {
-			var errs []error
-			// The shims outlive containerd; they hold the containers' stdio.
-			errs = append(errs, process.KillMatching(func(cmdline []byte) bool {
-				return bytes.Contains(cmdline, []byte("containerd-shim")) && bytes.Contains(cmdline, []byte(n.containerdSocket()))
-			}))
-			errs = append(errs, n.stop(n.containerdDaemon()))
-			errs = append(errs, unmountBelow(n.dir()))
-			errs = append(errs, os.RemoveAll(filepath.Dir(n.containerdSocket())))
-			errs = append(errs, removeCNICache(cniNetwork))
-			return errors.Join(errs...)
-		},
-	}
-}
+type containerd struct{}
 
-func (n *node) containerdDaemon() daemon {
-	config := n.path("containerd.toml")
+func (containerd) Name() string { return "containerd" }
+
+func (containerd) daemon(ac *actionContext) daemon {
+	config := ac.path("containerd.toml")
 	return daemon{name: "containerd", path: "containerd", args: []string{"--config", config}, config: config, grace: 10 * time.Second}
 }
 
-// startContainerd starts containerd and waits for its socket.
-func (n *node) startContainerd(ctx context.Context) error {
-	if err := n.start(n.containerdDaemon()); err != nil {
+func (c containerd) Up(ctx context.Context, ac *actionContext) error {
+	if err := ac.writeContainerdConfig(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(ac.containerdSocket()), 0o700); err != nil {
+		return err
+	}
+	return c.start(ctx, ac)
+}
+
+// Down kills the shims, stops containerd, unmounts everything below the
+// node's directory (root filesystems, Secret volumes, network namespaces).
+func (c containerd) Down(_ context.Context, ac *actionContext) error {
+	var errs []error
+	// The shims outlive containerd; they hold the containers' stdio.
+	errs = append(errs, process.KillMatching(func(cmdline []byte) bool {
+		return bytes.Contains(cmdline, []byte("containerd-shim")) && bytes.Contains(cmdline, []byte(ac.containerdSocket()))
+	}))
+	errs = append(errs, ac.stop(c.daemon(ac)))
+	errs = append(errs, unmountBelow(ac.dir()))
+	errs = append(errs, os.RemoveAll(filepath.Dir(ac.containerdSocket())))
+	errs = append(errs, removeCNICache(cniNetwork))
+	return errors.Join(errs...)
+}
+
+// start starts containerd and waits for its socket.
+func (c containerd) start(ctx context.Context, ac *actionContext) error {
+	if err := ac.start(c.daemon(ac)); err != nil {
 		return err
 	}
 	return waitFor(ctx, 30*time.Second, "containerd's socket", func() error {
-		if err := n.checkAlive("containerd"); err != nil {
+		if err := ac.checkAlive("containerd"); err != nil {
 			return process.StopWaiting{Err: err}
 		}
-		conn, err := net.Dial("unix", n.containerdSocket())
+		conn, err := net.Dial("unix", ac.containerdSocket())
 		if err != nil {
 			return err
 		}
@@ -83,24 +85,24 @@ func (n *node) startContainerd(ctx context.Context) error {
 // cniNetwork names the Pods' network in the CNI configuration.
 const cniNetwork = "serverless-local"
 
-func (n *node) writeContainerdConfig() error {
+func (c config) writeContainerdConfig() error {
 	files := map[string]string{
 		"containerd.toml": `version = 2
-root = "` + n.path("containerd", "root") + `"
-state = "` + n.path("containerd", "state") + `"
+root = "` + c.path("containerd", "root") + `"
+state = "` + c.path("containerd", "state") + `"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
 
 [grpc]
-  address = "` + n.containerdSocket() + `"
+  address = "` + c.containerdSocket() + `"
 
 [ttrpc]
-  address = "` + n.containerdSocket() + `.ttrpc"
+  address = "` + c.containerdSocket() + `.ttrpc"
 
 [plugins."io.containerd.internal.v1.opt"]
-  path = "` + n.path("containerd", "opt") + `"
+  path = "` + c.path("containerd", "opt") + `"
 
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "` + localimage.Ref(n.registry(), localimage.Pause) + `"
+  sandbox_image = "` + localimage.Ref(c.registry(), localimage.Pause) + `"
   # This machine's bounding set lacks CAP_SYS_RESOURCE: runc cannot give a
   # sandbox the negative oom_score_adj kubelet asks for.
   restrict_oom_score_adj = true
@@ -117,14 +119,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "` + n.path("runc") + `"
+        Root = "` + c.path("runc") + `"
 
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "` + cniBinDir + `"
-    conf_dir = "` + n.path("cni") + `"
+    conf_dir = "` + c.path("cni") + `"
 
   [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "` + n.path("certs.d") + `"
+    config_path = "` + c.path("certs.d") + `"
 `,
 		filepath.Join("cni", "10-"+cniNetwork+".conflist"): `{
   "cniVersion": "0.4.0",
@@ -132,14 +134,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "` + n.bridge + `",
+      "bridge": "` + c.bridge + `",
       "isGateway": true,
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": "` + n.podCIDR.String() + `", "gateway": "` + n.gateway().String() + `"}]],
+        "ranges": [[{"subnet": "` + c.podCIDR.String() + `", "gateway": "` + c.gateway().String() + `"}]],
         "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "` + n.path("cni-ipam") + `"
+        "dataDir": "` + c.path("cni-ipam") + `"
       }
     }
   ]
@@ -148,10 +150,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	}
 	// plain HTTP to the node's registry, under its own address and as the
 	// mirror of the published one
-	files[hostsFile(n.registry())] = plainHTTP(n.registry())
-	files[hostsFile(localimage.PublishedRegistry)] = plainHTTP(n.registry())
+	files[hostsFile(c.registry())] = plainHTTP(c.registry())
+	files[hostsFile(localimage.PublishedRegistry)] = plainHTTP(c.registry())
 	for name, content := range files {
-		path := n.path(name)
+		path := c.path(name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
@@ -177,11 +179,11 @@ func plainHTTP(server string) string {
 
 // trustRegistry lets the node pull from the registry at addr over plain
 // HTTP, as a node is configured for an external registry without TLS.
-func (n *node) trustRegistry(addr string) error {
+func (c config) trustRegistry(addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("registry address %q is not host:port: %w", addr, err)
 	}
-	path := n.path(hostsFile(addr))
+	path := c.path(hostsFile(addr))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 
 // pushNodeImages builds and pushes what the node needs before anything
 // else: the sandbox image and busybox (the shell the cluster tests run).
-func (n *node) pushNodeImages(ctx context.Context) error {
+func (ac *actionContext) pushNodeImages(ctx context.Context) error {
 	root, err := repo.Root()
 	if err != nil {
 		return err
@@ -27,13 +27,13 @@ func (n *node) pushNodeImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b := localimage.Builder{Root: root, Assets: n.assets, Cache: filepath.Join(root, "bin", "cache"), CACerts: caCerts}
+	b := localimage.Builder{Root: root, Assets: ac.assets, Cache: filepath.Join(root, "bin", "cache"), CACerts: caCerts}
 	for _, image := range localimage.NodeImages() {
 		img, err := b.Build(ctx, image)
 		if err != nil {
 			return err
 		}
-		if _, err := n.push(ctx, img, localimage.Ref(n.registry(), image)); err != nil {
+		if _, err := ac.push(ctx, img, localimage.Ref(ac.registry(), image)); err != nil {
 			return err
 		}
 	}
@@ -44,9 +44,9 @@ func (n *node) pushNodeImages(ctx context.Context) error {
 // the module's images under their published names, the local ones below
 // local/) into the node's registry. An image whose tag now names other
 // content is removed from the node's cache, so the next Pod pulls it.
-func (n *node) load(ctx context.Context) error {
+func (ac *actionContext) load(ctx context.Context) error {
 	var layouts []string
-	err := filepath.WalkDir(n.images, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(ac.images, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func (n *node) load(ctx context.Context) error {
 		return fmt.Errorf("images built by make image: %w", err)
 	}
 	if len(layouts) == 0 {
-		return fmt.Errorf("no image in %s: run make image first", n.images)
+		return fmt.Errorf("no image in %s: run make image first", ac.images)
 	}
 	var errs []error
 	for _, dir := range layouts {
@@ -68,12 +68,12 @@ func (n *node) load(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		target, local, err := localimage.NodeRef(n.registry(), ref)
+		target, local, err := localimage.NodeRef(ac.registry(), ref)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", dir, err))
 			continue
 		}
-		changed, err := n.push(ctx, img, target)
+		changed, err := ac.push(ctx, img, target)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -83,19 +83,19 @@ func (n *node) load(ctx context.Context) error {
 			pulledAs = target
 		}
 		if changed {
-			if err := n.forget(pulledAs); err != nil {
+			if err := ac.forget(pulledAs); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		if changed || pulledAs != target {
-			n.log.Printf("%s → %s", pulledAs, target)
+			ac.log.Printf("%s → %s", pulledAs, target)
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // push writes img to target; changed says the tag named other content before.
-func (n *node) push(ctx context.Context, img v1.Image, target string) (changed bool, err error) {
+func (ac *actionContext) push(ctx context.Context, img v1.Image, target string) (changed bool, err error) {
 	ref, err := name.ParseReference(target, name.Insecure)
 	if err != nil {
 		return false, err
@@ -117,11 +117,11 @@ func (n *node) push(ctx context.Context, img v1.Image, target string) (changed b
 }
 
 // forget removes an image from containerd's cache (when containerd runs).
-func (n *node) forget(image string) error {
-	if _, ok := n.daemonPID("containerd"); !ok {
+func (ac *actionContext) forget(image string) error {
+	if _, ok := ac.daemonPID("containerd"); !ok {
 		return nil
 	}
-	out, err := output("ctr", "--address", n.containerdSocket(), "--namespace", "k8s.io", "images", "rm", image)
+	out, err := output("ctr", "--address", ac.containerdSocket(), "--namespace", "k8s.io", "images", "rm", image)
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}

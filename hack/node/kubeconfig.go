@@ -18,30 +18,39 @@ import (
 var kubeconfigComponents = []string{"kube-controller-manager", "kube-scheduler", "kwok", "node", "kube-proxy", "coredns", "metrics-server", "volume-recycler"}
 
 // certificates writes the cluster's PKI and the kubeconfigs of the admin
-// and the components. Its down has nothing to do: they go with the state
-// directory.
-func (n *node) certificates() action {
-	return action{name: "certificates", up: func(context.Context) error {
-		if err := pki.Generate(filepath.Join(n.state, "pki"), n.name, n.gateway(), time.Now()); err != nil {
+// and the components, and hands the CA's certificate to later actions. Its
+// down has nothing to do: they go with the state directory.
+type certificates struct{}
+
+func (certificates) Name() string { return "certificates" }
+
+func (certificates) Up(_ context.Context, ac *actionContext) error {
+	if err := pki.Generate(filepath.Join(ac.state, "pki"), ac.name, ac.gateway(), time.Now()); err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(ac.pki("ca.crt"))
+	if err != nil {
+		return err
+	}
+	ac.caCert = ca
+	if err := ac.writeKubeconfig(filepath.Join(ac.state, "kubeconfig"), "admin", ""); err != nil {
+		return err
+	}
+	for _, c := range kubeconfigComponents {
+		if err := ac.writeKubeconfig(ac.kubeconfig(c), c, ""); err != nil {
 			return err
 		}
-		if err := n.writeKubeconfig(filepath.Join(n.state, "kubeconfig"), "admin", ""); err != nil {
-			return err
-		}
-		for _, c := range kubeconfigComponents {
-			if err := n.writeKubeconfig(n.kubeconfig(c), c, ""); err != nil {
-				return err
-			}
-		}
-		return nil
-	}}
+	}
+	return nil
 }
+
+func (certificates) Down(context.Context, *actionContext) error { return nil }
 
 // writeKubeconfig writes a kubeconfig for user: with the client
 // certificate pki/<user>.crt, or with token when one is given.
-func (n *node) writeKubeconfig(file, user, token string) error {
+func (c config) writeKubeconfig(file, user, token string) error {
 	read := func(name string) (string, error) {
-		data, err := os.ReadFile(n.pki(name))
+		data, err := os.ReadFile(c.pki(name))
 		return base64.StdEncoding.EncodeToString(data), err
 	}
 	ca, err := read("ca.crt")
@@ -65,7 +74,7 @@ kind: Config
 clusters:
 - name: serverless-local
   cluster:
-    server: https://` + n.gateway().String() + `:` + strconv.Itoa(n.apiServerPort) + `
+    server: https://` + c.gateway().String() + `:` + strconv.Itoa(c.apiServerPort) + `
     certificate-authority-data: ` + ca + `
 users:
 - name: ` + user + `
@@ -86,11 +95,11 @@ current-context: ` + user + `@serverless-local
 
 // kubeconfigSA writes a kubeconfig of ServiceAccount ns/sa (a token valid
 // for a day) and returns its path.
-func (n *node) kubeconfigSA(ns, sa string) (string, error) {
-	out, err := n.kubectl("create", "token", sa, "-n", ns, "--duration=24h")
+func (ac *actionContext) kubeconfigSA(ns, sa string) (string, error) {
+	out, err := ac.kubectl("create", "token", sa, "-n", ns, "--duration=24h")
 	if err != nil {
 		return "", fmt.Errorf("a token for ServiceAccount %s/%s (is the cluster up? hack/cluster.sh status): %w", ns, sa, err)
 	}
-	file := n.kubeconfig("sa-" + ns + "-" + sa)
-	return file, n.writeKubeconfig(file, "system:serviceaccount:"+ns+":"+sa, strings.TrimSpace(string(out)))
+	file := ac.kubeconfig("sa-" + ns + "-" + sa)
+	return file, ac.writeKubeconfig(file, "system:serviceaccount:"+ns+":"+sa, strings.TrimSpace(string(out)))
 }

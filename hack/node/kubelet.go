@@ -32,58 +32,61 @@ const (
 // its files below the node's directory. Settings this machine needs
 // (docs/contributor/local-cluster.md): cgroup v1 allowed, the cgroupfs
 // driver (no systemd).
-func (n *node) kubelet() action {
-	return action{
-		name: "kubelet",
-		up: func(ctx context.Context) error {
-			if err := makeCgroupRoot(); err != nil {
-				return err
-			}
-			if err := n.writeKubeletConfig(); err != nil {
-				return err
-			}
-			return n.start(n.kubeletDaemon())
-		},
-		down: func(context.Context) error {
-			var errs []error
-			errs = append(errs, n.stop(n.kubeletDaemon()))
-			// The containers, whatever their shims do meanwhile.
-			errs = append(errs, killCgroupTree())
-			errs = append(errs, removeCgroupRoot())
-			errs = append(errs, n.removeContainerLogLinks())
-			return errors.Join(errs...)
-		},
-	}
-}
+type kubelet struct{}
 
-func (n *node) kubeletDaemon() daemon {
-	config := n.path("kubelet.yaml")
-	return daemon{name: "kubelet", path: filepath.Join(n.assets, "kubelet"), config: config, grace: 10 * time.Second, args: []string{
+func (kubelet) Name() string { return "kubelet" }
+
+func (kubelet) daemon(ac *actionContext) daemon {
+	config := ac.path("kubelet.yaml")
+	return daemon{name: "kubelet", path: filepath.Join(ac.assets, "kubelet"), config: config, grace: 10 * time.Second, args: []string{
 		"--config=" + config,
-		"--kubeconfig=" + n.kubeconfig("node"),
-		"--root-dir=" + n.path("kubelet"),
-		"--hostname-override=" + n.name,
-		"--node-ip=" + n.gateway().String(),
+		"--kubeconfig=" + ac.kubeconfig("node"),
+		"--root-dir=" + ac.path("kubelet"),
+		"--hostname-override=" + ac.name,
+		"--node-ip=" + ac.gateway().String(),
 		"--node-labels=" + labelType + "=" + typeReal,
 	}}
 }
 
-func (n *node) writeKubeletConfig() error {
-	gw := n.gateway().String()
+// Up creates its cgroup and starts it.
+func (k kubelet) Up(_ context.Context, ac *actionContext) error {
+	if err := makeCgroupRoot(); err != nil {
+		return err
+	}
+	if err := ac.writeKubeletConfig(); err != nil {
+		return err
+	}
+	return ac.start(k.daemon(ac))
+}
+
+// Down stops it, kills every process in its cgroup, removes the cgroups
+// and its log links in /var/log/containers.
+func (k kubelet) Down(_ context.Context, ac *actionContext) error {
+	var errs []error
+	errs = append(errs, ac.stop(k.daemon(ac)))
+	// The containers, whatever their shims do meanwhile.
+	errs = append(errs, killCgroupTree())
+	errs = append(errs, removeCgroupRoot())
+	errs = append(errs, ac.removeContainerLogLinks())
+	return errors.Join(errs...)
+}
+
+func (c config) writeKubeletConfig() error {
+	gw := c.gateway().String()
 	config := `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: ` + gw + `
 port: 10250
 readOnlyPort: 0
 healthzPort: 0
-tlsCertFile: ` + n.pki("kubelet.crt") + `
-tlsPrivateKeyFile: ` + n.pki("kubelet.key") + `
+tlsCertFile: ` + c.pki("kubelet.crt") + `
+tlsPrivateKeyFile: ` + c.pki("kubelet.key") + `
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
-  x509: {clientCAFile: ` + n.pki("ca.crt") + `}
+  x509: {clientCAFile: ` + c.pki("ca.crt") + `}
 authorization: {mode: Webhook}
-containerRuntimeEndpoint: unix://` + n.containerdSocket() + `
+containerRuntimeEndpoint: unix://` + c.containerdSocket() + `
 # cgroup v1 and no systemd on these machines
 failCgroupV1: false
 cgroupDriver: cgroupfs
@@ -91,7 +94,7 @@ cgroupRoot: /` + cgroupRoot + `
 clusterDNS: [` + gw + `]
 clusterDomain: cluster.local
 resolvConf: /etc/resolv.conf
-podLogsDir: ` + n.path("pod-logs") + `
+podLogsDir: ` + c.path("pod-logs") + `
 staticPodPath: ""
 failSwapOn: false
 serializeImagePulls: false
@@ -105,10 +108,10 @@ imageGCLowThresholdPercent: 98
 rotateCertificates: false
 shutdownGracePeriod: 0s
 `
-	if err := os.MkdirAll(n.dir(), 0o755); err != nil {
+	if err := os.MkdirAll(c.dir(), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(n.path("kubelet.yaml"), []byte(config), 0o644)
+	return os.WriteFile(c.path("kubelet.yaml"), []byte(config), 0o644)
 }
 
 // makeCgroupRoot creates our cgroup in every hierarchy; kubelet refuses a
@@ -188,7 +191,7 @@ func removeCgroups() error {
 const containerLogLinks = "/var/log/containers"
 
 // removeContainerLogLinks removes kubelet's links into our Pods' logs.
-func (n *node) removeContainerLogLinks() error {
+func (c config) removeContainerLogLinks() error {
 	entries, err := os.ReadDir(containerLogLinks)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -198,7 +201,7 @@ func (n *node) removeContainerLogLinks() error {
 	var errs []error
 	for _, e := range entries {
 		p := filepath.Join(containerLogLinks, e.Name())
-		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, n.path("pod-logs")+"/") {
+		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, c.path("pod-logs")+"/") {
 			errs = append(errs, os.Remove(p))
 		}
 	}

@@ -5,7 +5,7 @@
 // and the registry the node pulls the images built here from.
 // hack/cluster.sh calls it under its lock; it needs root.
 //
-// Each part is an action with an up and a down (actions.go). down undoes
+// Each part is an action, a type with an up and a down (actions.go). down undoes
 // what up did and is safe after an up that never ran or was killed half-way,
 // so `down` always runs every action's down, in reverse order: the machine
 // is left as it was (processes, mounts, network namespaces, the bridge,
@@ -74,30 +74,30 @@ func main() {
 	process.KeepInheritedFilesToOurselves()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	n := newNode(c)
+	ac := newActionContext(c)
 	var err error
 	switch cmd {
 	case "start":
 		var result string
-		if result, err = n.startCluster(ctx, os.Getenv); err == nil {
+		if result, err = ac.startCluster(ctx); err == nil {
 			fmt.Println(result)
 		}
 	case "network":
-		err = n.up(ctx, n.networkActions())
+		err = ac.up(ctx, networkActions())
 	case "control-plane":
-		err = n.up(ctx, n.controlPlaneActions())
+		err = ac.up(ctx, controlPlaneActions())
 	case "up":
-		err = n.up(ctx, n.nodeActions())
+		err = ac.up(ctx, nodeActions())
 	case "down":
-		err = n.down(context.Background(), n.allActions())
+		err = ac.down(context.Background(), allActions())
 	case "load":
-		err = n.load(ctx)
+		err = ac.load(ctx)
 	case "insecure-registry":
-		err = n.trustRegistry(arg)
+		err = ac.trustRegistry(arg)
 	case "restart":
-		err = n.restart(ctx, arg)
+		err = ac.restart(ctx, arg)
 	case "recycle-volumes":
-		err = n.recycleVolumes(ctx, arg)
+		err = ac.recycleVolumes(ctx, arg)
 	case "state":
 		var lines []string
 		if lines, err = machineState(); err == nil {
@@ -105,30 +105,30 @@ func main() {
 		}
 	case "kubeconfig-sa":
 		var file string
-		if file, err = n.kubeconfigSA(arg, arg2); err == nil {
+		if file, err = ac.kubeconfigSA(arg, arg2); err == nil {
 			fmt.Println(file)
 		}
 	case "status":
-		err = n.status(os.Stdout)
+		err = ac.status(os.Stdout)
 	case "healthy":
-		err = n.healthy()
+		err = ac.healthy()
 	case "write-config":
-		if err = n.portsFree(); err == nil {
-			err = n.writeConfig()
+		if err = ac.portsFree(); err == nil {
+			err = ac.writeConfig()
 		}
 	case "settings":
-		n.warnEnvDiffers(os.Getenv)
-		for _, kv := range settingLines(n.cluster) {
+		ac.warnEnvDiffers()
+		for _, kv := range settingLines(ac.cluster) {
 			fmt.Println(kv)
 		}
 	case "setting":
-		if v, ok := n.cluster.Settings()[arg]; ok {
+		if v, ok := ac.cluster.Settings()[arg]; ok {
 			fmt.Println(v)
 		} else {
 			err = fmt.Errorf("no setting %q", arg)
 		}
 	case "manager-env":
-		for _, kv := range localimage.ManagerEnv(n.registry()) {
+		for _, kv := range localimage.ManagerEnv(ac.registry()) {
 			fmt.Println(kv)
 		}
 	default:

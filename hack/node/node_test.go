@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"net"
 	"os"
@@ -109,46 +107,20 @@ func TestUnescapeMountPath(t *testing.T) {
 
 // A daemon's hosts.toml pulls over plain HTTP from the server it names.
 func TestTrustRegistry(t *testing.T) {
-	n := newNode(testConfig(t))
-	require.NoError(t, n.trustRegistry("10.240.0.1:31000"))
-	data, err := os.ReadFile(n.path("certs.d", "10.240.0.1:31000", "hosts.toml"))
+	ac := newActionContext(testConfig(t))
+	require.NoError(t, ac.trustRegistry("10.240.0.1:31000"))
+	data, err := os.ReadFile(ac.path("certs.d", "10.240.0.1:31000", "hosts.toml"))
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `server = "http://10.240.0.1:31000"`)
 	assert.Contains(t, string(data), `[host."http://10.240.0.1:31000"]`)
-	assert.Error(t, n.trustRegistry("no-port"))
-}
-
-// up runs actions in order and, when one fails, the downs of those that
-// ran in reverse; down runs every down and goes on after an error.
-func TestActions(t *testing.T) {
-	var trace []string
-	act := func(name string, upErr error) action {
-		return action{
-			name: name,
-			up:   func(context.Context) error { trace = append(trace, "up "+name); return upErr },
-			down: func(context.Context) error { trace = append(trace, "down "+name); return nil },
-		}
-	}
-	n := newNode(testConfig(t))
-	n.log.SetOutput(&strings.Builder{})
-
-	err := n.up(t.Context(), []action{act("a", nil), act("b", errors.New("broken")), act("c", nil)})
-	require.ErrorContains(t, err, "b: broken")
-	assert.Equal(t, []string{"up a", "up b", "down b", "down a"}, trace)
-
-	trace = nil
-	failing := act("x", nil)
-	failing.down = func(context.Context) error { trace = append(trace, "down x"); return errors.New("stuck") }
-	err = n.down(t.Context(), []action{act("a", nil), failing, act("c", nil)})
-	require.ErrorContains(t, err, "x down: stuck")
-	assert.Equal(t, []string{"down c", "down x", "down a"}, trace)
+	assert.Error(t, ac.trustRegistry("no-port"))
 }
 
 func TestRestartKnowsItsDaemonsOnly(t *testing.T) {
-	n := newNode(testConfig(t))
-	n.log.SetOutput(&strings.Builder{})
+	ac := newActionContext(testConfig(t))
+	ac.log.SetOutput(&strings.Builder{})
 	// Before anything stops: a name that is not one of the restartable daemons.
-	err := n.restart(t.Context(), "etcd")
+	err := ac.restart(t.Context(), "etcd")
 	require.ErrorContains(t, err, `"etcd" is none of kube-apiserver, kubelet, containerd, kube-proxy, coredns`)
 }
 
@@ -156,8 +128,8 @@ func TestRestartKnowsItsDaemonsOnly(t *testing.T) {
 // its command line: stop kills whatever names it, so an empty or missing
 // one would match any process.
 func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
-	n := newNode(testConfig(t))
-	daemons := n.allDaemons()
+	ac := newActionContext(testConfig(t))
+	daemons := ac.allDaemons()
 	require.Len(t, daemons, 12, "status lists every daemon")
 	for _, d := range daemons {
 		t.Run(d.name, func(t *testing.T) {
@@ -171,7 +143,7 @@ func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, d.config)
-			assert.True(t, strings.HasPrefix(d.config, n.state+"/"), "below the state directory: %s", d.config)
+			assert.True(t, strings.HasPrefix(d.config, ac.state+"/"), "below the state directory: %s", d.config)
 			named := false
 			for _, a := range d.args {
 				named = named || a == d.config || strings.HasSuffix(a, "="+d.config)
@@ -179,23 +151,23 @@ func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
 			assert.True(t, named, "one of its arguments ends with %s: %v", d.config, d.args)
 		})
 	}
-	assert.ErrorContains(t, n.stop(daemon{name: "nameless"}), "names no configuration file")
+	assert.ErrorContains(t, ac.stop(daemon{name: "nameless"}), "names no configuration file")
 }
 
 // The bootstrap objects follow the settings: as many simulated nodes and
 // volumes as asked, volumes below the state directory, the metrics API at
 // the node's address and port.
 func TestBootstrapYAML(t *testing.T) {
-	n := newNode(testConfig(t, func(lc *localcluster.Config) {
+	c := testConfig(t, func(lc *localcluster.Config) {
 		lc.Nodes, lc.PVs, lc.MetricsServerPort, lc.NodePodCIDR = 4, 2, 4999, "10.241.3.0/24"
-	}))
-	y := n.bootstrapYAML([]byte("the CA"))
+	})
+	y := bootstrapYAML(c, []byte("the CA"))
 	docs := strings.Split(y, "\n---\n")
 	assert.Len(t, docs, 12+4+2, "fixed objects, nodes, volumes")
 	assert.Equal(t, 4, strings.Count(y, "kwok.x-k8s.io/node: fake"))
 	assert.Contains(t, y, "name: kwok-node-3\n")
 	assert.Contains(t, y, "topology.kubernetes.io/zone: zone-a\n", "the fourth node wraps round to the first zone")
-	assert.Contains(t, y, `hostPath: {path: "`+filepath.Join(n.state, "volumes", "pv-1")+`"`)
+	assert.Contains(t, y, `hostPath: {path: "`+filepath.Join(c.state, "volumes", "pv-1")+`"`)
 	assert.NotContains(t, y, "local-pv-2")
 	assert.Contains(t, y, "persistentVolumeReclaimPolicy: Retain\n", "the volume recycler hands volumes back, not kube-controller-manager")
 	assert.Contains(t, y, "- {apiGroup: rbac.authorization.k8s.io, kind: User, name: serverless-local:volume-recycler}", "bound to the user of the recycler's certificate (pki)")

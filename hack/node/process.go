@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -28,24 +29,39 @@ type daemon struct {
 // and the tests (operator/pkg/process): detached, output appended to
 // .cluster/logs/<name>.log, PID in .cluster/pids/<name>.pid, recognised by
 // the state directory on their command line.
-func (n *node) daemons() process.Daemons {
-	return process.Daemons{PIDDir: filepath.Join(n.state, "pids"), Mark: n.state + "/"}
+func (c config) daemons() process.Daemons {
+	return process.Daemons{PIDDir: filepath.Join(c.state, "pids"), Mark: c.state + "/"}
 }
 
-func (n *node) proc(d daemon) process.Daemon {
-	return process.Daemon{Spec: process.Spec{Name: d.name, Path: d.path, Args: d.args, LogDir: filepath.Join(n.state, "logs"), Grace: d.grace}, Identity: d.config}
+func (c config) proc(d daemon) process.Daemon {
+	return process.Daemon{Spec: process.Spec{Name: d.name, Path: d.path, Args: d.args, LogDir: filepath.Join(c.state, "logs"), Grace: d.grace}, Identity: d.config}
 }
 
-func (n *node) start(d daemon) error { return n.daemons().Start(n.proc(d)) }
+func (c config) start(d daemon) error { return c.daemons().Start(c.proc(d)) }
 
-func (n *node) stop(d daemon) error { return n.daemons().Stop(n.proc(d)) }
+func (c config) stop(d daemon) error { return c.daemons().Stop(c.proc(d)) }
 
 // daemonPID is the recorded PID of component while that process is ours.
-func (n *node) daemonPID(component string) (int, bool) { return n.daemons().PID(component) }
+func (c config) daemonPID(component string) (int, bool) { return c.daemons().PID(component) }
 
 // checkAlive fails with the end of its log when component has exited.
-func (n *node) checkAlive(component string) error {
-	return n.daemons().CheckAlive(n.proc(daemon{name: component}))
+func (c config) checkAlive(component string) error {
+	return c.daemons().CheckAlive(c.proc(daemon{name: component}))
+}
+
+// waitListening waits until addr takes connections, failing at once when
+// component has exited; what names it in the error.
+func (c config) waitListening(ctx context.Context, component, what, addr string) error {
+	return waitFor(ctx, 30*time.Second, what+" at "+addr, func() error {
+		if err := c.checkAlive(component); err != nil {
+			return process.StopWaiting{Err: err}
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, what string, check func() error) error {
@@ -73,34 +89,53 @@ func output(name string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// daemonAction is an action that runs one daemon of the cluster: status
+// lists them, restart and down stop them by it.
+type daemonAction interface {
+	action
+	daemon(ac *actionContext) daemon
+}
+
+// allDaemons are every daemon of the cluster, in the order of the actions
+// that start them (the order status lists them in).
+func (ac *actionContext) allDaemons() []daemon {
+	var ds []daemon
+	for _, a := range allActions() {
+		if d, ok := a.(daemonAction); ok {
+			ds = append(ds, d.daemon(ac))
+		}
+	}
+	return ds
+}
+
 // restart stops a daemon of the node gracefully and starts it again, as a
 // service manager restarts it: the Pods' containers and their shims run on.
-func (n *node) restart(ctx context.Context, name string) error {
+func (ac *actionContext) restart(ctx context.Context, name string) error {
 	switch name {
 	case "kube-apiserver":
-		if err := n.restartAPIServer(ctx); err != nil {
+		if err := (apiServer{}).restart(ctx, ac); err != nil {
 			return err
 		}
-		return n.waitRealNodeReady(ctx)
+		return ac.waitRealNodeReady(ctx)
 	case "kubelet":
-		if err := n.daemons().Restart(n.proc(n.kubeletDaemon())); err != nil {
+		if err := ac.daemons().Restart(ac.proc(kubelet{}.daemon(ac))); err != nil {
 			return err
 		}
-		return n.waitRealNodeReady(ctx)
+		return ac.waitRealNodeReady(ctx)
 	case "containerd":
-		if err := n.stop(n.containerdDaemon()); err != nil {
+		if err := ac.stop(containerd{}.daemon(ac)); err != nil {
 			return err
 		}
-		if err := n.startContainerd(ctx); err != nil {
+		if err := (containerd{}).start(ctx, ac); err != nil {
 			return err
 		}
-		return n.waitRealNodeReady(ctx)
+		return ac.waitRealNodeReady(ctx)
 	case "kube-proxy":
-		return redo(ctx, n.kubeProxy())
+		return redo(ctx, ac, kubeProxy{})
 	case "coredns":
-		return redo(ctx, n.coreDNS())
+		return redo(ctx, ac, coreDNS{})
 	case "metrics-server":
-		return redo(ctx, n.metricsServer())
+		return redo(ctx, ac, metricsServer{})
 	}
 	return fmt.Errorf("restart: %q is none of kube-apiserver, kubelet, containerd, kube-proxy, coredns, metrics-server", name)
 }
@@ -108,9 +143,9 @@ func (n *node) restart(ctx context.Context, name string) error {
 // redo runs an action's down and then its up: for kube-proxy and CoreDNS,
 // down stops the daemon only (kube-proxy's rules stay), up writes the
 // configuration and starts it again.
-func redo(ctx context.Context, a action) error {
-	if err := a.down(ctx); err != nil {
+func redo(ctx context.Context, ac *actionContext, a action) error {
+	if err := a.Down(ctx, ac); err != nil {
 		return err
 	}
-	return a.up(ctx)
+	return a.Up(ctx, ac)
 }

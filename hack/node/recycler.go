@@ -38,37 +38,40 @@ type recycler struct {
 	log  func(format string, args ...any)
 }
 
-// volumeRecyclerDaemon is this program, copied into the state directory so
-// that it outlives `go run`, running recycle-volumes; the kubeconfig is its
+// volumeRecycler starts the recycler once the pool exists; its down stops
+// it.
+type volumeRecycler struct{}
+
+func (volumeRecycler) Name() string { return "volume-recycler" }
+
+// daemon is this program, copied into the state directory so that it
+// outlives `go run`, running recycle-volumes; the kubeconfig is its
 // identity.
-func (n *node) volumeRecyclerDaemon() daemon {
-	kubeconfig := n.kubeconfig("volume-recycler")
-	return daemon{name: "volume-recycler", path: n.path("volume-recycler"), config: kubeconfig, grace: 5 * time.Second, args: []string{
-		"recycle-volumes", kubeconfig, "-state", n.state, "-assets", n.assets, "-images", n.images, "-repo", n.repo,
+func (volumeRecycler) daemon(ac *actionContext) daemon {
+	kubeconfig := ac.kubeconfig("volume-recycler")
+	return daemon{name: "volume-recycler", path: ac.path("volume-recycler"), config: kubeconfig, grace: 5 * time.Second, args: []string{
+		"recycle-volumes", kubeconfig, "-state", ac.state, "-assets", ac.assets, "-images", ac.images, "-repo", ac.repo,
 	}}
 }
 
-// volumeRecycler starts the recycler once the pool exists.
-func (n *node) volumeRecycler() action {
-	d := n.volumeRecyclerDaemon()
-	return action{
-		name: d.name,
-		up: func(context.Context) error {
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			if err := copyFile(self, d.path, 0o755); err != nil {
-				return fmt.Errorf("copying this program to %s: %w", d.path, err)
-			}
-			return n.start(d)
-		},
-		down: func(context.Context) error { return n.stop(d) },
+func (v volumeRecycler) Up(_ context.Context, ac *actionContext) error {
+	d := v.daemon(ac)
+	self, err := os.Executable()
+	if err != nil {
+		return err
 	}
+	if err := copyFile(self, d.path, 0o755); err != nil {
+		return fmt.Errorf("copying this program to %s: %w", d.path, err)
+	}
+	return ac.start(d)
+}
+
+func (v volumeRecycler) Down(_ context.Context, ac *actionContext) error {
+	return ac.stop(v.daemon(ac))
 }
 
 // recycleVolumes runs the recycler until ctx ends.
-func (n *node) recycleVolumes(ctx context.Context, kubeconfig string) error {
+func (ac *actionContext) recycleVolumes(ctx context.Context, kubeconfig string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -80,7 +83,7 @@ func (n *node) recycleVolumes(ctx context.Context, kubeconfig string) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 10*time.Minute,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = poolLabel }))
 	pvs := factory.Core().V1().PersistentVolumes()
-	r := recycler{client: cs, lister: pvs.Lister(), root: filepath.Join(n.state, "volumes"), log: n.log.Printf}
+	r := recycler{client: cs, lister: pvs.Lister(), root: filepath.Join(ac.state, "volumes"), log: ac.log.Printf}
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	enqueue := func(obj any) {
 		if pv, ok := obj.(*corev1.PersistentVolume); ok && pv.Status.Phase == corev1.VolumeReleased {
@@ -98,7 +101,7 @@ func (n *node) recycleVolumes(ctx context.Context, kubeconfig string) error {
 		<-ctx.Done()
 		queue.ShutDown()
 	}()
-	n.log.Printf("volume recycler: watching the PersistentVolumes labelled %s, scrubbing below %s", poolLabel, r.root)
+	ac.log.Printf("volume recycler: watching the PersistentVolumes labelled %s, scrubbing below %s", poolLabel, r.root)
 	for {
 		name, shutdown := queue.Get()
 		if shutdown {
@@ -106,7 +109,7 @@ func (n *node) recycleVolumes(ctx context.Context, kubeconfig string) error {
 			return nil
 		}
 		if err := r.recycle(ctx, name); err != nil {
-			n.log.Printf("volume recycler: %s: %v (retrying)", name, err)
+			ac.log.Printf("volume recycler: %s: %v (retrying)", name, err)
 			queue.AddRateLimited(name)
 		} else {
 			queue.Forget(name)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -18,71 +17,74 @@ const (
 	chainForward    = chainPrefix + "FORWARD"
 )
 
-// iptables adds our chains: Pods' traffic to the package registries leaves
-// masqueraded as this machine, and the bridge's traffic is forwarded
+// iptablesChains adds our chains: Pods' traffic to the package registries
+// leaves masqueraded as this machine, and the bridge's traffic is forwarded
 // whatever the FORWARD policy. Before anything changes the rule sets (once:
 // a record left by a killed run holds the machine's own state) it records
 // which tables and chains exist; down removes the chains the cluster's
 // parts added since (ours, kube-proxy's, kubelet's, the CNI plugins') with
 // the rules that jump to them, and the tables they made, and leaves every
 // other program's rules, chains, sets and tables as they are now.
-func (n *node) iptables() action {
-	record := n.path("saved", "iptables.json")
-	return action{
-		name: "iptables",
-		up: func(context.Context) error {
-			if _, err := os.Stat(record); errors.Is(err, os.ErrNotExist) {
-				before, err := recordRules()
-				if err != nil {
-					return err
-				}
-				if err := writeJSON(record, before); err != nil {
-					return err
-				}
-			}
-			var before rulesRecord
-			if err := readJSON(record, &before); err != nil {
-				return err
-			}
-			// a killed run's chains of ours would make -N fail
-			if err := removeChains(ipFamilies[0], []string{chainPrefix}, before.Families[ipFamilies[0].save]); err != nil {
-				return err
-			}
-			pods := n.podCIDR.String()
-			for _, rule := range [][]string{
-				{"-t", "nat", "-N", chainMasquerade},
-				{"-t", "nat", "-A", chainMasquerade, "-s", pods, "-d", pods, "-j", "RETURN"},
-				{"-t", "nat", "-A", chainMasquerade, "-s", pods, "-j", "MASQUERADE"},
-				{"-t", "nat", "-A", "POSTROUTING", "-j", chainMasquerade},
-				{"-N", chainForward},
-				{"-A", chainForward, "-i", n.bridge, "-j", "ACCEPT"},
-				{"-A", chainForward, "-o", n.bridge, "-j", "ACCEPT"},
-				{"-A", "FORWARD", "-j", chainForward},
-			} {
-				if err := run("iptables", append([]string{"-w"}, rule...)...); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		down: func(context.Context) error {
-			var before rulesRecord
-			if err := readJSON(record, &before); errors.Is(err, os.ErrNotExist) {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			var errs []error
-			for _, f := range ipFamilies {
-				errs = append(errs, removeChains(f, clusterChainPrefixes, before.Families[f.save]))
-			}
-			errs = append(errs, removeKubeProxyTables(before.NFT))
-			if err := errors.Join(errs...); err != nil {
-				return err
-			}
-			return os.Remove(record)
-		},
+type iptablesChains struct{}
+
+func (iptablesChains) Name() string { return "iptables" }
+
+func (iptablesChains) record(ac *actionContext) string { return ac.path("saved", "iptables.json") }
+
+func (t iptablesChains) Up(_ context.Context, ac *actionContext) error {
+	record := t.record(ac)
+	if _, err := os.Stat(record); errors.Is(err, os.ErrNotExist) {
+		before, err := recordRules()
+		if err != nil {
+			return err
+		}
+		if err := writeJSON(record, before); err != nil {
+			return err
+		}
 	}
+	var before rulesRecord
+	if err := readJSON(record, &before); err != nil {
+		return err
+	}
+	// a killed run's chains of ours would make -N fail
+	if err := removeChains(ipFamilies[0], []string{chainPrefix}, before.Families[ipFamilies[0].save]); err != nil {
+		return err
+	}
+	pods := ac.podCIDR.String()
+	for _, rule := range [][]string{
+		{"-t", "nat", "-N", chainMasquerade},
+		{"-t", "nat", "-A", chainMasquerade, "-s", pods, "-d", pods, "-j", "RETURN"},
+		{"-t", "nat", "-A", chainMasquerade, "-s", pods, "-j", "MASQUERADE"},
+		{"-t", "nat", "-A", "POSTROUTING", "-j", chainMasquerade},
+		{"-N", chainForward},
+		{"-A", chainForward, "-i", ac.bridge, "-j", "ACCEPT"},
+		{"-A", chainForward, "-o", ac.bridge, "-j", "ACCEPT"},
+		{"-A", "FORWARD", "-j", chainForward},
+	} {
+		if err := run("iptables", append([]string{"-w"}, rule...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t iptablesChains) Down(_ context.Context, ac *actionContext) error {
+	record := t.record(ac)
+	var before rulesRecord
+	if err := readJSON(record, &before); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range ipFamilies {
+		errs = append(errs, removeChains(f, clusterChainPrefixes, before.Families[f.save]))
+	}
+	errs = append(errs, removeKubeProxyTables(before.NFT))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return os.Remove(record)
 }
 
 // chainPrefix names our own chains (one of clusterChainPrefixes).
@@ -189,42 +191,4 @@ func removeKubeProxyTables(before []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// bridgeAction makes the Pods' bridge with the node's address and its own
-// hardware address (config.bridgeMAC) before the API server binds to it
-// (the CNI bridge plugin takes it over as it is) and
-// keeps the cluster's addresses on this machine: traffic to kwok's
-// simulated Pods (Services whose endpoints are simulated Pods) is refused
-// here, and Service addresses kube-proxy has no rule for go to the bridge,
-// where nothing answers, instead of following the default route out.
-func (n *node) bridgeAction() action {
-	gw := &net.IPNet{IP: n.gateway(), Mask: n.podCIDR.Mask}
-	return action{
-		name: "bridge",
-		up: func(context.Context) error {
-			for _, cmd := range [][]string{
-				{"link", "add", n.bridge, "address", n.bridgeMAC().String(), "type", "bridge"},
-				{"addr", "add", gw.String(), "dev", n.bridge},
-				{"link", "set", n.bridge, "up"},
-				{"route", "add", "unreachable", n.fakePodCIDR.String()},
-				{"route", "add", n.serviceCIDR.String(), "dev", n.bridge, "src", n.gateway().String()},
-			} {
-				if err := run("ip", cmd...); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		down: func(context.Context) error {
-			var errs []error
-			if _, err := net.InterfaceByName(n.bridge); err == nil {
-				errs = append(errs, run("ip", "link", "del", n.bridge))
-			}
-			if out, _ := output("ip", "route", "show", "type", "unreachable", n.fakePodCIDR.String()); len(bytes.TrimSpace(out)) > 0 {
-				errs = append(errs, run("ip", "route", "del", "unreachable", n.fakePodCIDR.String()))
-			}
-			return errors.Join(errs...)
-		},
-	}
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// machinePaths are where the node's parts write whatever their settings:
+// those that did not exist before the node came up go when it goes.
+var machinePaths = []string{
+	"/var/log/containers", "/var/log/pods", "/var/lib/cni", "/var/lib/kubelet", "/var/lib/containerd",
+	"/run/containerd", "/run/runc", "/var/run/netns", "/etc/cni", "/opt/cni", "/opt/containerd", "/etc/kubernetes",
+}
+
+// preflight checks what the node needs of this machine and says how to get
+// what is missing, and records which of machinePaths are not there yet;
+// its down removes those again.
+type preflight struct{}
+
+func (preflight) Name() string { return "preflight" }
+
+func (preflight) record(ac *actionContext) string { return ac.path("saved", "absent-paths.json") }
+
+func (p preflight) Up(_ context.Context, ac *actionContext) error {
+	if err := ac.checkMachine(); err != nil {
+		return err
+	}
+	absent := p.record(ac)
+	if _, err := os.Stat(absent); err == nil {
+		return nil // a killed run's record: the machine's own state
+	}
+	var paths []string
+	for _, path := range machinePaths {
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			paths = append(paths, path)
+		}
+	}
+	return writeJSON(absent, paths)
+}
+
+func (p preflight) Down(_ context.Context, ac *actionContext) error {
+	absent := p.record(ac)
+	var paths []string
+	if err := readJSON(absent, &paths); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var errs []error
+	for _, path := range paths {
+		errs = append(errs, os.RemoveAll(path))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return os.Remove(absent)
+}
+
+func (ac *actionContext) checkMachine() error {
+	// Nothing else is worth checking on a host the node cannot run on.
+	mode, err := requireCgroupV1(cgroupFS)
+	if err != nil {
+		return err
+	}
+	ac.log.Printf("cgroup mode: %s", mode)
+	var errs []error
+	if os.Geteuid() != 0 {
+		errs = append(errs, errors.New("the real node needs root (kubelet, containerd, network namespaces)"))
+	}
+	// command -> Debian package (.ci/run installs them)
+	for cmd, pkg := range map[string]string{
+		"containerd": "containerd", "containerd-shim-runc-v2": "containerd", "runc": "runc",
+		"iptables": "iptables", "iptables-save": "iptables", "iptables-restore": "iptables",
+		"ip6tables-save": "iptables", "ip6tables-restore": "iptables", "conntrack": "conntrack", "ip": "iproute2",
+	} {
+		if _, err := exec.LookPath(cmd); err != nil {
+			errs = append(errs, fmt.Errorf("%s is missing (apt-get install %s)", cmd, pkg))
+		}
+	}
+	for _, plugin := range []string{"bridge", "host-local", "loopback", "portmap"} {
+		if _, err := os.Stat(filepath.Join(cniBinDir, plugin)); err != nil {
+			errs = append(errs, fmt.Errorf("CNI plugin %s is missing (apt-get install containernetworking-plugins)", plugin))
+		}
+	}
+	for _, bin := range []string{"kubelet", "kube-proxy", "coredns", "registry", "metrics-server"} {
+		if _, err := os.Stat(filepath.Join(ac.assets, bin)); err != nil {
+			errs = append(errs, fmt.Errorf("%s is missing in %s (hack/tools.sh builds it)", bin, ac.assets))
+		}
+	}
+	for _, c := range cgroupControllers {
+		if _, err := os.Stat(filepath.Join(cgroupFS, c)); err != nil {
+			errs = append(errs, fmt.Errorf("cgroup controller %s is not mounted at %s", c, filepath.Join(cgroupFS, c)))
+		}
+	}
+	if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err != nil {
+		errs = append(errs, errors.New("bridged traffic does not pass iptables (modprobe br_netfilter): Services would not answer Pods on the node"))
+	}
+	return errors.Join(errs...)
+}
+
+// cniBinDir is where Debian's containernetworking-plugins puts them.
+const cniBinDir = "/usr/lib/cni"
