@@ -63,7 +63,11 @@ func editManager(image string, env []string) kio.Filter {
 				if err != nil {
 					return nil, err
 				}
-				entry := yaml.NewMapRNode(&map[string]string{"name": name, "value": value})
+				// Values are strings: "true" stays the string Kubernetes wants.
+				entry := yaml.NewMapRNode(&map[string]string{"name": name})
+				if err := entry.PipeE(yaml.SetField("value", yaml.NewStringRNode(value))); err != nil {
+					return nil, err
+				}
 				if err := list.PipeE(yaml.Append(entry.YNode())); err != nil {
 					return nil, err
 				}

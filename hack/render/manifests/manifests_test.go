@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
@@ -176,4 +178,36 @@ func TestInstallManifestsWarnAboutServerlessCRs(t *testing.T) {
 	require.Len(t, rules, 1)
 	assert.Equal(t, []string{"operator.kyma-project.io"}, rules[0].APIGroups)
 	assert.Equal(t, []string{"serverlesses"}, rules[0].Resources)
+}
+
+// The manager runs FIPS 140-only always, as release 1.13's operator does,
+// and asks Kyma's runtime bootstrapper for KYMA_FIPS_MODE_ENABLED, which
+// switches the installation to FIPS mode (docs/contributor/fips.md). An
+// added env (the local cluster's images, FIPS mode in tests) keeps both.
+func TestInstallManifestsRunTheManagerFIPSOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{name: "as released"},
+		{name: "with FIPS mode switched on", env: []string{fips.EnvMode + "=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Build(filepath.Join(repo.MustRoot(), "config", "default"), "", tc.env...)
+			require.NoError(t, err)
+			objs, err := manifest.Decode(out)
+			require.NoError(t, err)
+			d := find[appsv1.Deployment](t, objs, "Deployment")
+			assert.Equal(t, "true", d.Spec.Template.Annotations["rt-cfg.kyma-project.io/set-fips-mode"])
+			env := map[string]string{}
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			assert.Equal(t, fips.GODEBUG, env[fips.EnvGODEBUG])
+			for _, kv := range tc.env {
+				name, value, _ := strings.Cut(kv, "=")
+				assert.Equal(t, value, env[name])
+			}
+		})
+	}
 }
