@@ -93,7 +93,7 @@ func envNames() []string {
 		config.EnvResourceConfig, config.EnvBuildExecutorArgs,
 		config.EnvBuildRepoFetcherImage, config.EnvBuildMaxSimultaneousJobs,
 		config.EnvRegistryCleanupDelay, config.EnvRegistryCleanupInterval,
-		config.EnvFunctionMode, config.EnvBuildlessInitImage,
+		config.EnvFunctionMode, config.EnvBuildlessInitImage, fips.EnvMode,
 	}
 	for _, rt := range v1alpha2.Runtimes() {
 		names = append(names, config.EnvRuntimeImage(rt))

@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -121,6 +122,11 @@ type Config struct {
 
 	Mode      Mode            // APP_FUNCTION_MODE
 	Buildless BuildlessConfig // read in both modes, required in buildless mode
+
+	// FIPSMode (KYMA_FIPS_MODE_ENABLED, docs/contributor/fips.md): the
+	// controller runs FIPS 140-only (checked at start), and so do the
+	// containers it creates that check it, as in release 1.13.
+	FIPSMode bool
 }
 
 // BuildlessConfig are the images of buildless mode. Their exact strings
@@ -213,6 +219,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		RegistryCleanupExternal: r.boolean(EnvRegistryCleanupExternal, false),
 		Mode:                    r.mode(EnvFunctionMode),
 		Buildless:               BuildlessConfig{InitImage: r.image(EnvBuildlessInitImage)},
+		FIPSMode:                r.boolean(fips.EnvMode, false),
 	}
 	for _, rt := range v1alpha2.Runtimes() {
 		if img := r.image(EnvRuntimeImage(rt)); img != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 )
 
 // Buildless mode: a Function is one Deployment running its runtime's image with
@@ -318,6 +319,14 @@ func gitInitContainer(in BuildlessInputs, workDir string) corev1.Container {
 		{Name: "APP_REPOSITORY_REFERENCE", Value: repo.Reference},
 		{Name: "APP_REPOSITORY_COMMIT", Value: in.Commit},
 		{Name: "APP_DESTINATION_PATH", Value: gitRepositoryRepo},
+	}
+	if in.Config.FIPSMode {
+		// 1.13's Git init container in FIPS mode, variable for variable and
+		// before the credentials: its image refuses to start without both,
+		// and 1.13's FIPS Deployments are adopted without a rollout.
+		env = append(env,
+			corev1.EnvVar{Name: fips.UpstreamEnvMode, Value: "true"},
+			corev1.EnvVar{Name: fips.EnvGODEBUG, Value: fips.UpstreamGODEBUG})
 	}
 	if repo.Auth != nil && in.GitAuth != nil {
 		env = append(env, corev1.EnvVar{Name: "APP_REPOSITORY_AUTH_TYPE", Value: repo.Auth.Type})

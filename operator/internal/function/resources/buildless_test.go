@@ -480,3 +480,44 @@ func TestUpdateBuildlessDeployment(t *testing.T) {
 	assert.Equal(t, live.ObjectMeta, out.ObjectMeta, "metadata is kept")
 	assert.Equal(t, ptr.To[int32](0), out.Spec.RevisionHistoryLimit, "so is the rest of the spec")
 }
+
+// A 1.13 installation in FIPS mode is adopted as it is: its Git
+// Functions' init container carries 1.13's FIPS variables, which our
+// controller in FIPS mode writes alike; inline Functions have no init
+// container and are the same in both modes. A switch of the mode rolls
+// Git Functions, as in 1.13.
+func TestBuildlessFIPSModeMatchesRelease113(t *testing.T) {
+	fipsConfig := buildlessConfig()
+	fipsConfig.FIPSMode = true
+	tests := []struct {
+		name       string
+		deployment string
+		in         BuildlessInputs
+		wantChange string
+	}{
+		{name: "Git, FIPS mode: 1.13's FIPS Deployment", deployment: "g-fips-deployment.yaml", in: withConfig(exampleB(), fipsConfig)},
+		{name: "inline, FIPS mode: 1.13's Deployment", deployment: "hello-deployment.yaml",
+			in: BuildlessInputs{Function: exampleA(), Config: fipsConfig}},
+		{name: "Git, FIPS mode switched on", deployment: "g-deployment.yaml", in: withConfig(exampleB(), fipsConfig),
+			wantChange: "initContainer env"},
+		{name: "Git, FIPS mode switched off", deployment: "g-fips-deployment.yaml", in: exampleB(),
+			wantChange: "initContainer env"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			live := readFixture[appsv1.Deployment](t, tt.deployment)
+			live.TypeMeta = metav1.TypeMeta{}
+			got := BuildlessDeployment(tt.in)
+			change := CompareBuildless(live, got)
+			assert.Equal(t, tt.wantChange, change.Field)
+			if tt.wantChange == "" {
+				assert.Equal(t, asYAML(t, live), asYAML(t, got))
+			}
+		})
+	}
+}
+
+func withConfig(in BuildlessInputs, c *config.Config) BuildlessInputs {
+	in.Config = c
+	return in
+}
