@@ -25,6 +25,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
 	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // Environment of the activator; the chart sets them.
@@ -54,7 +55,7 @@ type config struct {
 // parse reads the flags over the environment's defaults.
 func parse(args []string, lookup func(string) (string, bool), out io.Writer) (config, error) {
 	id := module.Activator()
-	cfg := config{holdTimeout: activator.DefaultHoldTimeout}
+	cfg := config{holdTimeout: scaletozero.DefaultHoldTimeout}
 	if v, ok := lookup(EnvHoldTimeout); ok && v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {

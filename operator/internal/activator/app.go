@@ -28,7 +28,7 @@ import (
 
 // AppOptions configure the activator.
 type AppOptions struct {
-	// HoldTimeout bounds a held request; DefaultHoldTimeout if zero.
+	// HoldTimeout bounds a held request; scaletozero.DefaultHoldTimeout if zero.
 	HoldTimeout time.Duration
 	// Metrics gets the activator's metrics.
 	Metrics prometheus.Registerer

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // Waker asks for a replica of a Function at zero. Wake returns once the
@@ -85,18 +86,13 @@ func (f *Failure) Error() string {
 	return msg
 }
 
-// DefaultHoldTimeout is how long a request is held for a replica when
-// Options.Timeout is zero: longer than a buildless cold start with its
-// dependency install, shorter than common client and gateway timeouts.
-const DefaultHoldTimeout = time.Minute
-
 // DefaultFailureBackoff is how long a failed wake answers new requests
 // when Options.FailureBackoff is zero.
 const DefaultFailureBackoff = 5 * time.Second
 
 // Options of a Holder.
 type Options struct {
-	// Timeout bounds how long a request is held; DefaultHoldTimeout if zero.
+	// Timeout bounds how long a request is held; scaletozero.DefaultHoldTimeout if zero.
 	Timeout time.Duration
 	// FailureBackoff is how long after a failed wake (other than a
 	// timeout) new requests get its 503 at once instead of starting
@@ -194,7 +190,7 @@ func NewHolder(waker Waker, replicas Replicas, opts Options) (*Holder, error) {
 		},
 	}
 	if h.timeout <= 0 {
-		h.timeout = DefaultHoldTimeout
+		h.timeout = scaletozero.DefaultHoldTimeout
 	}
 	if h.backoff <= 0 {
 		h.backoff = DefaultFailureBackoff

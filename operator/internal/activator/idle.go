@@ -1,18 +1,10 @@
 package activator
 
 import (
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
+
 	"time"
 )
-
-// Scrape is one replica's answer in a round of scrapes of a Function.
-type Scrape struct {
-	// Replica identifies the replica across rounds: the Pod's UID, so a
-	// new Pod is never mistaken for an old one with a reset counter.
-	Replica string
-	Sample  Sample
-	// Err is why the replica could not be scraped or parsed.
-	Err error
-}
 
 // Idleness tells from successive rounds of scrapes of one Function's ready
 // replicas when it has had no request for its window. It decides on
@@ -37,7 +29,7 @@ func NewIdleness(window time.Duration, start time.Time) *Idleness {
 // container restarted, and what it served before is unknown), starts
 // above zero on a replica not seen before, or has calls in flight.
 // Replicas missing from the round are forgotten.
-func (d *Idleness) Observe(at time.Time, round []Scrape) {
+func (d *Idleness) Observe(at time.Time, round []scaletozero.Scrape) {
 	d.lastRoundOK = len(round) > 0
 	seen := make(map[string]bool, len(round))
 	for _, s := range round {
@@ -78,23 +70,4 @@ func (d *Idleness) Active(at time.Time) {
 // window.
 func (d *Idleness) Idle(now time.Time) bool {
 	return d.lastRoundOK && now.Sub(d.lastActive) >= d.window
-}
-
-// Drained reports whether a round of scrapes shows no call in flight on
-// any replica, so the replicas can go without cutting a request short.
-// A failed scrape, a runtime that does not tell calls in flight, or an
-// empty round is not drained.
-func Drained(round []Scrape) bool {
-	if len(round) == 0 {
-		return false
-	}
-	for _, s := range round {
-		if s.Err != nil {
-			return false
-		}
-		if n, ok := s.Sample.InFlight(); !ok || n > 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -1,6 +1,8 @@
 package activator
 
 import (
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
+
 	"errors"
 	"testing"
 	"time"
@@ -12,20 +14,20 @@ import (
 // then Idle is asked at each of the seconds in idle, for the answer given.
 type round struct {
 	at      int
-	scrapes []Scrape
+	scrapes []scaletozero.Scrape
 	idle    map[int]bool
 }
 
-func ok(replica string, calls float64) Scrape {
-	return Scrape{Replica: replica, Sample: Sample{Calls: calls, Returned: calls, HasReturned: true}}
+func ok(replica string, calls float64) scaletozero.Scrape {
+	return scaletozero.Scrape{Replica: replica, Sample: scaletozero.Sample{Calls: calls, Returned: calls, HasReturned: true}}
 }
 
-func running(replica string, calls, returned float64) Scrape {
-	return Scrape{Replica: replica, Sample: Sample{Calls: calls, Returned: returned, HasReturned: true}}
+func running(replica string, calls, returned float64) scaletozero.Scrape {
+	return scaletozero.Scrape{Replica: replica, Sample: scaletozero.Sample{Calls: calls, Returned: returned, HasReturned: true}}
 }
 
-func failed(replica string) Scrape {
-	return Scrape{Replica: replica, Err: errors.New("connection refused")}
+func failed(replica string) scaletozero.Scrape {
+	return scaletozero.Scrape{Replica: replica, Err: errors.New("connection refused")}
 }
 
 func TestIdleness(t *testing.T) {
@@ -43,85 +45,85 @@ func TestIdleness(t *testing.T) {
 		{
 			name: "a replica without calls is idle once the window passed since the start",
 			rounds: []round{
-				{at: 10, scrapes: []Scrape{ok("a", 0)}},
-				{at: 40, scrapes: []Scrape{ok("a", 0)}, idle: map[int]bool{59: false, 60: true, 100: true}},
+				{at: 10, scrapes: []scaletozero.Scrape{ok("a", 0)}},
+				{at: 40, scrapes: []scaletozero.Scrape{ok("a", 0)}, idle: map[int]bool{59: false, 60: true, 100: true}},
 			},
 		},
 		{
 			name: "calls served before the first scrape count from the first scrape",
 			rounds: []round{
-				{at: 10, scrapes: []Scrape{ok("a", 5)}},
-				{at: 40, scrapes: []Scrape{ok("a", 5)}, idle: map[int]bool{60: false, 69: false, 70: true}},
+				{at: 10, scrapes: []scaletozero.Scrape{ok("a", 5)}},
+				{at: 40, scrapes: []scaletozero.Scrape{ok("a", 5)}, idle: map[int]bool{60: false, 69: false, 70: true}},
 			},
 		},
 		{
 			name: "a rising counter restarts the window",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{ok("a", 0)}},
-				{at: 40, scrapes: []Scrape{ok("a", 1)}},
-				{at: 70, scrapes: []Scrape{ok("a", 1)}, idle: map[int]bool{70: false, 99: false, 100: true}},
+				{at: 0, scrapes: []scaletozero.Scrape{ok("a", 0)}},
+				{at: 40, scrapes: []scaletozero.Scrape{ok("a", 1)}},
+				{at: 70, scrapes: []scaletozero.Scrape{ok("a", 1)}, idle: map[int]bool{70: false, 99: false, 100: true}},
 			},
 		},
 		{
 			name: "a counter reset (container restart) counts as activity",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{ok("a", 5)}},
-				{at: 40, scrapes: []Scrape{ok("a", 0)}},
-				{at: 70, scrapes: []Scrape{ok("a", 0)}, idle: map[int]bool{99: false, 100: true}},
+				{at: 0, scrapes: []scaletozero.Scrape{ok("a", 5)}},
+				{at: 40, scrapes: []scaletozero.Scrape{ok("a", 0)}},
+				{at: 70, scrapes: []scaletozero.Scrape{ok("a", 0)}, idle: map[int]bool{99: false, 100: true}},
 			},
 		},
 		{
 			name: "a new replica that served calls counts as activity",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{ok("a", 0)}},
-				{at: 40, scrapes: []Scrape{ok("a", 0), ok("b", 1)}},
-				{at: 70, scrapes: []Scrape{ok("a", 0), ok("b", 1)}, idle: map[int]bool{99: false, 100: true}},
+				{at: 0, scrapes: []scaletozero.Scrape{ok("a", 0)}},
+				{at: 40, scrapes: []scaletozero.Scrape{ok("a", 0), ok("b", 1)}},
+				{at: 70, scrapes: []scaletozero.Scrape{ok("a", 0), ok("b", 1)}, idle: map[int]bool{99: false, 100: true}},
 			},
 		},
 		{
 			name: "a new replica without calls does not",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{ok("a", 0)}},
-				{at: 40, scrapes: []Scrape{ok("a", 0), ok("b", 0)}, idle: map[int]bool{59: false, 60: true}},
+				{at: 0, scrapes: []scaletozero.Scrape{ok("a", 0)}},
+				{at: 40, scrapes: []scaletozero.Scrape{ok("a", 0), ok("b", 0)}, idle: map[int]bool{59: false, 60: true}},
 			},
 		},
 		{
 			name: "a replica gone and back is new again",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{ok("a", 5)}},
-				{at: 40, scrapes: []Scrape{ok("b", 0)}},
-				{at: 70, scrapes: []Scrape{ok("b", 0)}, idle: map[int]bool{70: true}},
-				{at: 80, scrapes: []Scrape{ok("b", 0), ok("a", 5)}, idle: map[int]bool{80: false, 139: false, 140: true}},
+				{at: 0, scrapes: []scaletozero.Scrape{ok("a", 5)}},
+				{at: 40, scrapes: []scaletozero.Scrape{ok("b", 0)}},
+				{at: 70, scrapes: []scaletozero.Scrape{ok("b", 0)}, idle: map[int]bool{70: true}},
+				{at: 80, scrapes: []scaletozero.Scrape{ok("b", 0), ok("a", 5)}, idle: map[int]bool{80: false, 139: false, 140: true}},
 			},
 		},
 		{
 			name: "a call in flight keeps the Function active",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{running("a", 5, 4)}},
-				{at: 70, scrapes: []Scrape{running("a", 5, 4)}, idle: map[int]bool{70: false, 129: false}},
-				{at: 80, scrapes: []Scrape{ok("a", 5)}, idle: map[int]bool{129: false, 130: true}},
+				{at: 0, scrapes: []scaletozero.Scrape{running("a", 5, 4)}},
+				{at: 70, scrapes: []scaletozero.Scrape{running("a", 5, 4)}, idle: map[int]bool{70: false, 129: false}},
+				{at: 80, scrapes: []scaletozero.Scrape{ok("a", 5)}, idle: map[int]bool{129: false, 130: true}},
 			},
 		},
 		{
 			name: "a failed scrape in the last round is not idle",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{ok("a", 0), ok("b", 0)}, idle: map[int]bool{60: true}},
-				{at: 70, scrapes: []Scrape{ok("a", 0), failed("b")}, idle: map[int]bool{70: false, 3600: false}},
-				{at: 80, scrapes: []Scrape{ok("a", 0), ok("b", 0)}, idle: map[int]bool{80: true}},
+				{at: 0, scrapes: []scaletozero.Scrape{ok("a", 0), ok("b", 0)}, idle: map[int]bool{60: true}},
+				{at: 70, scrapes: []scaletozero.Scrape{ok("a", 0), failed("b")}, idle: map[int]bool{70: false, 3600: false}},
+				{at: 80, scrapes: []scaletozero.Scrape{ok("a", 0), ok("b", 0)}, idle: map[int]bool{80: true}},
 			},
 		},
 		{
 			name: "calls while a scrape failed show at the next good one",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{ok("a", 5)}},
-				{at: 40, scrapes: []Scrape{failed("a")}},
-				{at: 50, scrapes: []Scrape{ok("a", 9)}, idle: map[int]bool{60: false, 109: false, 110: true}},
+				{at: 0, scrapes: []scaletozero.Scrape{ok("a", 5)}},
+				{at: 40, scrapes: []scaletozero.Scrape{failed("a")}},
+				{at: 50, scrapes: []scaletozero.Scrape{ok("a", 9)}, idle: map[int]bool{60: false, 109: false, 110: true}},
 			},
 		},
 		{
 			name: "a round without replicas is not idle",
 			rounds: []round{
-				{at: 0, scrapes: []Scrape{ok("a", 0)}},
+				{at: 0, scrapes: []scaletozero.Scrape{ok("a", 0)}},
 				{at: 70, scrapes: nil, idle: map[int]bool{70: false, 3600: false}},
 			},
 		},
@@ -147,30 +149,11 @@ func TestIdleness(t *testing.T) {
 func TestIdlenessActive(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	d := NewIdleness(time.Minute, start)
-	d.Observe(start.Add(10*time.Second), []Scrape{ok("a", 1)})
-	d.Observe(start.Add(20*time.Second), []Scrape{ok("a", 1)})
+	d.Observe(start.Add(10*time.Second), []scaletozero.Scrape{ok("a", 1)})
+	d.Observe(start.Add(20*time.Second), []scaletozero.Scrape{ok("a", 1)})
 	d.Active(start.Add(30 * time.Second))
 	// Activity older than the last one changes nothing.
 	d.Active(start.Add(5 * time.Second))
 	assert.False(t, d.Idle(start.Add(89*time.Second)))
 	assert.True(t, d.Idle(start.Add(90*time.Second)))
-}
-
-func TestDrained(t *testing.T) {
-	tests := []struct {
-		name  string
-		round []Scrape
-		want  bool
-	}{
-		{name: "all returned", round: []Scrape{ok("a", 3), ok("b", 0)}, want: true},
-		{name: "one call running", round: []Scrape{ok("a", 3), running("b", 2, 1)}, want: false},
-		{name: "a failed scrape", round: []Scrape{ok("a", 3), failed("b")}, want: false},
-		{name: "a runtime that does not tell", round: []Scrape{{Replica: "a", Sample: Sample{Calls: 3}}}, want: false},
-		{name: "no replica", round: nil, want: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, Drained(tt.round))
-		})
-	}
 }

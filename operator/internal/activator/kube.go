@@ -24,6 +24,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // The cluster's labels on EndpointSlices (discoveryv1.LabelServiceName,
@@ -32,9 +33,6 @@ const (
 	labelServiceName = discoveryv1.LabelServiceName
 	labelSliceOwner  = discoveryv1.LabelManagedBy
 )
-
-// FunctionPort is where a Function's replicas serve requests and /metrics.
-const FunctionPort = 8080
 
 // SliceSelector selects every EndpointSlice the activator reads, ours and
 // the Function Services' own: both carry the Function's child label
@@ -72,7 +70,7 @@ type Kube struct {
 	Client client.Client
 	// Events records failed wakes; may be nil.
 	Events EventRecorder
-	// Port of the replicas; FunctionPort if zero (tests serve elsewhere).
+	// Port of the replicas; scaletozero.RuntimePort if zero (tests serve elsewhere).
 	Port int
 	// Recheck bounds how long Await waits without a change notice
 	// (Changed) before it looks again; 1 s if zero.
@@ -181,7 +179,7 @@ func (k *Kube) replicas(ctx context.Context, fn types.NamespacedName) (ready, st
 	}
 	port := k.Port
 	if port == 0 {
-		port = FunctionPort
+		port = scaletozero.RuntimePort
 	}
 	for _, s := range slices.Items {
 		if s.Labels[labelSliceOwner] == module.ActivatorSliceManagedBy {
@@ -328,7 +326,7 @@ func (k *Kube) waitCause(fn types.NamespacedName) *Failure {
 	return nil
 }
 
-// HoldTimeout is the Function's own hold timeout (activator.HoldTimeout),
+// HoldTimeout is the Function's own hold timeout (scaletozero.HoldTimeout),
 // def when it sets none or sets one that is not valid (the Function
 // controller warns of that on the Function).
 func (k *Kube) HoldTimeout(fn types.NamespacedName, def time.Duration) time.Duration {
@@ -336,7 +334,7 @@ func (k *Kube) HoldTimeout(fn types.NamespacedName, def time.Duration) time.Dura
 	if err := k.Cache.Get(context.Background(), fn, f); err != nil {
 		return def
 	}
-	d, _ := HoldTimeout(f, def)
+	d, _ := scaletozero.HoldTimeout(f, def)
 	return d
 }
 

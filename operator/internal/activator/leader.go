@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // Results of a scale-down, the label of serverless_activator_scale_downs_total.
@@ -26,9 +26,6 @@ const (
 	scaleDownConflict = "conflict"
 	scaleDownError    = "error"
 )
-
-// scrapeTimeout bounds one replica's scrape; the runtimes answer at once.
-const scrapeTimeout = 2 * time.Second
 
 // maxParallelScrapes bounds the replicas scraped at the same moment.
 const maxParallelScrapes = 16
@@ -41,7 +38,7 @@ type ScaleDowns struct {
 	// Client writes the scale subresource.
 	Client client.Client
 	Kube   *Kube
-	// HTTP scrapes the replicas; a client with scrapeTimeout if nil.
+	// HTTP scrapes the replicas; a client with scaletozero.ScrapeTimeout if nil.
 	HTTP *http.Client
 	Log  logr.Logger
 	// Tick is how often the loop looks for Functions due; 1 s if zero.
@@ -84,7 +81,7 @@ func NewScaleDowns(s ScaleDowns, reg prometheus.Registerer) (*ScaleDowns, error)
 	s.watched = map[types.NamespacedName]*watched{}
 	s.warned = map[types.NamespacedName]time.Time{}
 	if s.HTTP == nil {
-		s.HTTP = &http.Client{Timeout: scrapeTimeout}
+		s.HTTP = &http.Client{Timeout: scaletozero.ScrapeTimeout}
 	}
 	return &s, nil
 }
@@ -116,14 +113,13 @@ func (s *ScaleDowns) Start(ctx context.Context) error {
 // Eligible reports whether the leader watches a Function, and its window:
 // minReplicas 0, replicas above 0, and a valid idle window.
 func Eligible(f *v1alpha2.Function) (time.Duration, bool) {
-	sc := f.Spec.ScaleConfig
-	if sc == nil || sc.MinReplicas == nil || *sc.MinReplicas != 0 || f.DeletionTimestamp != nil {
+	if !scaletozero.Enabled(f) || f.DeletionTimestamp != nil {
 		return 0, false
 	}
 	if f.Spec.Replicas != nil && *f.Spec.Replicas <= 0 {
 		return 0, false
 	}
-	window, err := IdleWindow(f.Annotations)
+	window, err := scaletozero.IdleWindow(f.Annotations)
 	if err != nil {
 		return 0, false
 	}
@@ -220,12 +216,12 @@ func (s *ScaleDowns) scaleDown(ctx context.Context, key types.NamespacedName, w 
 }
 
 // scrape reads the metrics of every ready replica of the Function.
-func (s *ScaleDowns) scrape(ctx context.Context, fn types.NamespacedName) ([]Scrape, error) {
+func (s *ScaleDowns) scrape(ctx context.Context, fn types.NamespacedName) ([]scaletozero.Scrape, error) {
 	replicas, err := s.Kube.ReadyReplicas(ctx, fn)
 	if err != nil {
 		return nil, err
 	}
-	round := make([]Scrape, len(replicas))
+	round := make([]scaletozero.Scrape, len(replicas))
 	sem := make(chan struct{}, maxParallelScrapes)
 	var wg sync.WaitGroup
 	for i, r := range replicas {
@@ -243,37 +239,22 @@ func (s *ScaleDowns) scrape(ctx context.Context, fn types.NamespacedName) ([]Scr
 				s.scrapeErrors.Inc()
 				s.Log.V(1).Info("scrape failed", "function", fn.String(), "replica", r.URL.Host, "error", err.Error())
 			}
-			round[i] = Scrape{Replica: id, Sample: sample, Err: err}
+			round[i] = scaletozero.Scrape{Replica: id, Sample: sample, Err: err}
 		}()
 	}
 	wg.Wait()
 	return round, nil
 }
 
-func (s *ScaleDowns) scrapeOne(ctx context.Context, r Replica) (Sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
-	defer cancel()
-	fail := func(err error) (Sample, error) { return Sample{}, &ScrapeError{Replica: r.URL.Host, Err: err} }
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL.JoinPath("/metrics").String(), nil)
-	if err != nil {
-		return fail(err)
-	}
-	resp, err := s.HTTP.Do(req)
-	if err != nil {
-		return fail(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
+func (s *ScaleDowns) scrapeOne(ctx context.Context, r Replica) (scaletozero.Sample, error) {
+	sample, err := scaletozero.ScrapeCounters(ctx, s.HTTP, r.URL.Host)
+	var status *scaletozero.StatusError
+	if errors.As(err, &status) && answeredTLSOnly(status.Code, status.Body) {
 		// A TLS server answers plaintext with a 400 that says so.
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		if answeredTLSOnly(resp.StatusCode, body) {
-			return fail(fmt.Errorf("status %s: %w", resp.Status, errAnswersTLS))
-		}
-		return fail(fmt.Errorf("status %s", resp.Status))
+		err = fmt.Errorf("%w: %w", err, errAnswersTLS)
 	}
-	sample, err := ParseCounters(resp.Body)
 	if err != nil {
-		return fail(err)
+		return scaletozero.Sample{}, &ScrapeError{Replica: r.URL.Host, Err: err}
 	}
 	return sample, nil
 }
@@ -283,7 +264,7 @@ func (s *ScaleDowns) scrapeOne(ctx context.Context, r Replica) (Sample, error) {
 // round and the one before (a replica that just went refuses too, once),
 // at most once per scrapeRefusedEvery. The Function stays up anyway: a
 // round with a failed scrape is never idle.
-func (s *ScaleDowns) warnRefused(ctx context.Context, fn types.NamespacedName, w *watched, now time.Time, round []Scrape) {
+func (s *ScaleDowns) warnRefused(ctx context.Context, fn types.NamespacedName, w *watched, now time.Time, round []scaletozero.Scrape) {
 	refused := map[string]bool{}
 	var replica, cause string
 	for _, sc := range round {

@@ -1,6 +1,8 @@
 package activator
 
 import (
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
+
 	"context"
 	"errors"
 	"fmt"
@@ -342,7 +344,7 @@ func slicePort(s *discoveryv1.EndpointSlice) (int32, bool) {
 func (l *Listeners) shutdown(srv *http.Server) {
 	timeout := l.ShutdownTimeout
 	if timeout <= 0 {
-		timeout = DefaultHoldTimeout
+		timeout = scaletozero.DefaultHoldTimeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -97,7 +97,7 @@ func answeredTLSOnly(status int, body []byte) bool {
 }
 
 // scrapeRefusedNote is the event's note: the replica, the cause and the
-// fix. 8080 is FunctionPort, spelled out so the guide can quote the note.
+// fix. 8080 is scaletozero.RuntimePort, spelled out so the guide can quote the note.
 func scrapeRefusedNote(fn, replica, cause string) string {
 	return fmt.Sprintf("cannot scrape replica %s of Function %s: %s: a service mesh with STRICT mutual TLS refuses "+
 		"the activator's plaintext requests, so the Function is kept running and never scaled to zero; "+

@@ -1,4 +1,4 @@
-package activator
+package scaletozero
 
 import (
 	"fmt"
@@ -10,6 +10,11 @@ import (
 )
 
 const (
+	// DefaultHoldTimeout is how long the activator holds a request for a
+	// replica unless told otherwise: longer than a buildless cold start
+	// with its dependency install, shorter than common client and gateway
+	// timeouts.
+	DefaultHoldTimeout = time.Minute
 	// DefaultIdleWindow applies when a Function does not set
 	// v1alpha2.AnnotationScaleToZeroAfter.
 	DefaultIdleWindow = 5 * time.Minute
@@ -43,19 +48,6 @@ func IdleWindow(annotations map[string]string) (time.Duration, error) {
 			v1alpha2.AnnotationScaleToZeroAfter, raw, MinIdleWindow)
 	}
 	return d, nil
-}
-
-// Bounds of the interval at which the leader scrapes a Function's replicas.
-const (
-	minScrapeInterval = 2 * time.Second
-	maxScrapeInterval = 30 * time.Second
-)
-
-// ScrapeInterval is how often a Function with the given idle window is
-// scraped: a fifth of the window, so it goes to zero at most a fifth late,
-// between 2 s (the replicas' load) and 30 s.
-func ScrapeInterval(window time.Duration) time.Duration {
-	return min(max(window/5, minScrapeInterval), maxScrapeInterval)
 }
 
 // DefaultFunctionTimeout is the runtimes' own timeout of a call when the

@@ -1,4 +1,4 @@
-package activator
+package scaletozero
 
 import (
 	"testing"
@@ -51,23 +51,6 @@ func TestIdleWindow(t *testing.T) {
 
 func idle(v string) map[string]string {
 	return map[string]string{v1alpha2.AnnotationScaleToZeroAfter: v}
-}
-
-func TestScrapeInterval(t *testing.T) {
-	tests := []struct {
-		window, want time.Duration
-	}{
-		{window: 10 * time.Second, want: 2 * time.Second},
-		{window: 5 * time.Second, want: 2 * time.Second},
-		{window: 60 * time.Second, want: 12 * time.Second},
-		{window: 5 * time.Minute, want: 30 * time.Second},
-		{window: time.Hour, want: 30 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.window.String(), func(t *testing.T) {
-			assert.Equal(t, tt.want, ScrapeInterval(tt.window))
-		})
-	}
 }
 
 func TestFunctionTimeout(t *testing.T) {

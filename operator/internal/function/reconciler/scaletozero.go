@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/internal/activator"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // Scale to zero (docs/contributor/scale-to-zero.md), for Functions with
@@ -38,36 +38,15 @@ const (
 	DefaultDrainSettle = module.EndpointSettle
 	// drainScrapeEvery is the interval of the drain's scrapes.
 	drainScrapeEvery = 2 * time.Second
-	// scrapeTimeout bounds one scrape of one replica.
-	scrapeTimeout = 2 * time.Second
 )
 
 // Scraper reads the call counters of the replica at address (host:port).
-type Scraper func(ctx context.Context, address string) (activator.Sample, error)
+type Scraper func(ctx context.Context, address string) (scaletozero.Sample, error)
 
-// HTTPScraper scrapes the runtime's /metrics over plain HTTP, as Prometheus
-// does (the Service's annotations name that endpoint).
+// HTTPScraper scrapes the runtime's /metrics over plain HTTP with c.
 func HTTPScraper(c *http.Client) Scraper {
-	return func(ctx context.Context, address string) (activator.Sample, error) {
-		ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+"/metrics", nil)
-		if err != nil {
-			return activator.Sample{}, fmt.Errorf("scraping %s: %w", address, err)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return activator.Sample{}, fmt.Errorf("scraping %s: %w", address, err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		if resp.StatusCode != http.StatusOK {
-			return activator.Sample{}, fmt.Errorf("scraping %s: status %s", address, resp.Status)
-		}
-		s, err := activator.ParseCounters(resp.Body)
-		if err != nil {
-			return activator.Sample{}, fmt.Errorf("scraping %s: %w", address, err)
-		}
-		return s, nil
+	return func(ctx context.Context, address string) (scaletozero.Sample, error) {
+		return scaletozero.ScrapeCounters(ctx, c, address)
 	}
 }
 
@@ -136,7 +115,7 @@ func drainAt(since, now time.Time, settle, timeout time.Duration) (drainPhase, t
 // (true: the drain goes on, a pass is requeued) or go. Every other case
 // forgets any drain of the Function.
 func (r *Reconciler) holdReplicas(ctx context.Context, p *pass, live *appsv1.Deployment, desiredReplicas int32) (bool, error) {
-	if !resources.ScaleToZero(p.fn) || desiredReplicas != 0 || live == nil || ptr.Deref(live.Spec.Replicas, 1) == 0 {
+	if !scaletozero.Enabled(p.fn) || desiredReplicas != 0 || live == nil || ptr.Deref(live.Spec.Replicas, 1) == 0 {
 		r.drains.forget(p.key)
 		return false, nil
 	}
@@ -149,7 +128,7 @@ func (r *Reconciler) holdReplicas(ctx context.Context, p *pass, live *appsv1.Dep
 		return true, nil
 	}
 	now := p.now.Time
-	phase, next := drainAt(r.drains.start(p.key, now), now, r.settle, activator.FunctionTimeout(p.fn))
+	phase, next := drainAt(r.drains.start(p.key, now), now, r.settle, scaletozero.FunctionTimeout(p.fn))
 	log := logr.FromContextOrDiscard(ctx)
 	switch phase {
 	case drainSettling:
@@ -164,7 +143,7 @@ func (r *Reconciler) holdReplicas(ctx context.Context, p *pass, live *appsv1.Dep
 	if err != nil {
 		return false, err
 	}
-	if len(round) == 0 || activator.Drained(round) {
+	if len(round) == 0 || scaletozero.Drained(round) {
 		log.Info("replicas drained: scaling to zero", "deployment", live.Name, "replicas", len(round))
 		r.drains.forget(p.key)
 		return false, nil
@@ -176,7 +155,7 @@ func (r *Reconciler) holdReplicas(ctx context.Context, p *pass, live *appsv1.Dep
 // scrapeReplicas scrapes the Function's ready Pods, read from the API
 // server (the cache holds no Function Pods; this runs only while a
 // drain does). Without an API reader there is nothing to scrape.
-func (r *Reconciler) scrapeReplicas(ctx context.Context, fn *v1alpha2.Function) ([]activator.Scrape, error) {
+func (r *Reconciler) scrapeReplicas(ctx context.Context, fn *v1alpha2.Function) ([]scaletozero.Scrape, error) {
 	if r.api == nil {
 		return nil, nil
 	}
@@ -184,14 +163,14 @@ func (r *Reconciler) scrapeReplicas(ctx context.Context, fn *v1alpha2.Function) 
 	if err := r.api.List(ctx, &pods, client.InNamespace(fn.Namespace), client.MatchingLabels(resources.SelectorLabels(fn))); err != nil {
 		return nil, fmt.Errorf("listing the Pods of Function %s to drain them: %w", fn.Name, err)
 	}
-	var round []activator.Scrape
+	var round []scaletozero.Scrape
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if !podServes(pod) {
 			continue
 		}
 		s, err := r.scrape(ctx, net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(resources.FunctionPort)))
-		round = append(round, activator.Scrape{Replica: string(pod.UID), Sample: s, Err: err})
+		round = append(round, scaletozero.Scrape{Replica: string(pod.UID), Sample: s, Err: err})
 	}
 	return round, nil
 }
@@ -445,13 +424,13 @@ func (r *Reconciler) activatorEndpoints(ctx context.Context) (discoveryv1.Addres
 // atZero reports whether a scale-to-zero Function is at zero: asked to be,
 // and its Deployment scaled down (the drain is over).
 func atZero(p *pass) bool {
-	return resources.ScaleToZero(p.fn) && ptr.Deref(p.fn.Spec.Replicas, 1) == 0 &&
+	return scaletozero.Enabled(p.fn) && ptr.Deref(p.fn.Spec.Replicas, 1) == 0 &&
 		p.deployment != nil && ptr.Deref(p.deployment.Spec.Replicas, 1) == 0
 }
 
 // scaledToZeroMessage is Running's message at zero.
 func scaledToZeroMessage(fn *v1alpha2.Function) string {
-	window, err := activator.IdleWindow(fn.Annotations)
+	window, err := scaletozero.IdleWindow(fn.Annotations)
 	if err != nil {
 		return "scaled to zero; the next request starts it"
 	}

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/internal/activator"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 func TestDrainAt(t *testing.T) {
@@ -56,7 +56,7 @@ func TestDrainAt(t *testing.T) {
 // scrapes answers the drain's scrapes by address.
 type scrapes struct {
 	mu  sync.Mutex
-	by  map[string]activator.Sample
+	by  map[string]scaletozero.Sample
 	err error
 }
 
@@ -64,20 +64,20 @@ func (s *scrapes) set(addr string, calls, returned float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.by == nil {
-		s.by = map[string]activator.Sample{}
+		s.by = map[string]scaletozero.Sample{}
 	}
-	s.by[addr] = activator.Sample{Calls: calls, Returned: returned, HasReturned: true}
+	s.by[addr] = scaletozero.Sample{Calls: calls, Returned: returned, HasReturned: true}
 }
 
-func (s *scrapes) scrape(_ context.Context, addr string) (activator.Sample, error) {
+func (s *scrapes) scrape(_ context.Context, addr string) (scaletozero.Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
-		return activator.Sample{}, s.err
+		return scaletozero.Sample{}, s.err
 	}
 	sample, ok := s.by[addr]
 	if !ok {
-		return activator.Sample{}, fmt.Errorf("nothing answers on %s", addr)
+		return scaletozero.Sample{}, fmt.Errorf("nothing answers on %s", addr)
 	}
 	return sample, nil
 }
@@ -388,7 +388,7 @@ func TestNoActivatorKeepsTheSelector(t *testing.T) {
 	f.edit(t, "hello", func(fn *v1alpha2.Function) { fn.Spec.Replicas = ptr.To[int32](0) })
 	for range 3 {
 		f.reconcile(t, "hello")
-		f.now = f.now.Add(DefaultDrainSettle + activator.DefaultFunctionTimeout)
+		f.now = f.now.Add(DefaultDrainSettle + scaletozero.DefaultFunctionTimeout)
 	}
 	assert.EqualValues(t, 1, *f.deployments(t)[0].Spec.Replicas, "not drained while the Service is not parked")
 	assert.Equal(t, resources.SelectorLabels(fn), f.service(t, "hello").Spec.Selector)
@@ -450,7 +450,7 @@ func TestSliceFunction(t *testing.T) {
 }
 
 // A Service of the Function's name that is not the Function's gets no
-// slice of ours: it would send that Service's clients to the activator.
+// slice of ours: it would send that Service's clients to the scaletozero.
 func TestForeignServiceGetsNoActivatorSlice(t *testing.T) {
 	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: testNS},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 1234}}, Selector: map[string]string{"app": "theirs"}}}
@@ -472,12 +472,12 @@ func TestHTTPScraper(t *testing.T) {
 		name    string
 		status  int
 		body    string
-		want    activator.Sample
+		want    scaletozero.Sample
 		wantErr string
 	}{
-		{"a call in flight", http.StatusOK, metrics, activator.Sample{Calls: 5, Returned: 4, HasReturned: true}, ""},
-		{"no call counter", http.StatusOK, "# TYPE other counter\nother 1\n", activator.Sample{}, "function_calls_total"},
-		{"an error status", http.StatusServiceUnavailable, "", activator.Sample{}, "503"},
+		{"a call in flight", http.StatusOK, metrics, scaletozero.Sample{Calls: 5, Returned: 4, HasReturned: true}, ""},
+		{"no call counter", http.StatusOK, "# TYPE other counter\nother 1\n", scaletozero.Sample{}, "function_calls_total"},
+		{"an error status", http.StatusServiceUnavailable, "", scaletozero.Sample{}, "503"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,6 +29,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -155,7 +156,7 @@ func (r *Reconciler) sliceFunction(ctx context.Context, o client.Object) []recon
 		return reqs
 	}
 	fn := &v1alpha2.Function{}
-	if err := r.client.Get(ctx, reqs[0].NamespacedName, fn); err != nil || !resources.ScaleToZero(fn) {
+	if err := r.client.Get(ctx, reqs[0].NamespacedName, fn); err != nil || !scaletozero.Enabled(fn) {
 		return nil
 	}
 	return reqs
@@ -225,7 +226,7 @@ func (r *Reconciler) scaleToZeroFunctions(ctx context.Context, _ client.Object) 
 	}
 	var reqs []reconcile.Request
 	for i := range fns.Items {
-		if resources.ScaleToZero(&fns.Items[i]) {
+		if scaletozero.Enabled(&fns.Items[i]) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fns.Items[i])})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // service keeps the Service named after the Function, as desired makes it
@@ -19,7 +20,7 @@ import (
 func (r *Reconciler) service(desiredOf func(*pass) *corev1.Service) func(context.Context, *pass) error {
 	return func(ctx context.Context, p *pass) error {
 		desired := desiredOf(p)
-		if resources.ScaleToZero(p.fn) {
+		if scaletozero.Enabled(p.fn) {
 			return r.route(ctx, p, desired)
 		}
 		if err := r.keepService(ctx, p, desired); err != nil || p.stop {

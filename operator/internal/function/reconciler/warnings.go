@@ -8,9 +8,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/internal/activator"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // Spec warnings: the deprecated runtime a Function runs on, and what it
@@ -40,14 +40,14 @@ func specWarnings(fn *v1alpha2.Function, cfg *config.Config) []string {
 	replicas := ptr.Deref(fn.Spec.Replicas, 1)
 	sc := fn.Spec.ScaleConfig
 	var over resources.Overridden
-	stz := resources.ScaleToZero(fn)
+	stz := scaletozero.Enabled(fn)
 	if stz {
-		if _, err := activator.IdleWindow(fn.Annotations); err != nil {
+		if _, err := scaletozero.IdleWindow(fn.Annotations); err != nil {
 			// The Function is not scaled to zero (the activator reads the
 			// same annotation); ". " would end the warning early.
 			add("%s: the Function is not scaled to zero", strings.ReplaceAll(err.Error(), ". ", "."))
 		}
-		if _, err := activator.HoldTimeout(fn, activator.DefaultHoldTimeout); err != nil {
+		if _, err := scaletozero.HoldTimeout(fn, scaletozero.DefaultHoldTimeout); err != nil {
 			// The activator holds for its own timeout instead.
 			add("%s: requests at zero are held for the activator's hold timeout", strings.ReplaceAll(err.Error(), ". ", "."))
 		}

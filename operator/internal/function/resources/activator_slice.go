@@ -14,14 +14,6 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
-// ScaleToZero reports whether fn scales to zero: spec.scaleConfig.minReplicas
-// 0 (docs/contributor/scale-to-zero.md). Only such Functions get an
-// activator EndpointSlice; every other Function keeps the objects of before.
-func ScaleToZero(fn *v1alpha2.Function) bool {
-	sc := fn.Spec.ScaleConfig
-	return sc != nil && sc.MinReplicas != nil && *sc.MinReplicas == 0
-}
-
 // ActivatorSliceName is the name of the EndpointSlice that points fn's
 // Service at the activator: <service><module.ActivatorSliceSuffix> (the
 // Service is named after the Function).

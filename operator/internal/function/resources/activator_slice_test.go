@@ -24,26 +24,6 @@ func stzFunction(min *int32) *v1alpha2.Function {
 	return fn
 }
 
-func TestScaleToZero(t *testing.T) {
-	tests := []struct {
-		name string
-		fn   *v1alpha2.Function
-		want bool
-	}{
-		{"no scaleConfig", stzFunction(nil), false},
-		{"minReplicas unset", func() *v1alpha2.Function {
-			fn := stzFunction(nil)
-			fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MaxReplicas: ptr.To[int32](2)}
-			return fn
-		}(), false},
-		{"minReplicas 1", stzFunction(ptr.To[int32](1)), false},
-		{"minReplicas 0", stzFunction(ptr.To[int32](0)), true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, ScaleToZero(tt.fn)) })
-	}
-}
-
 func TestActivatorSlice(t *testing.T) {
 	fn := stzFunction(ptr.To[int32](0))
 	eps := []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.7"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}

@@ -15,7 +15,11 @@
 // the comparison that decides whether to write.
 package resources
 
-import "time"
+import (
+	"time"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
+)
 
 // Fixed values of the children (1.8.4's).
 const (
@@ -30,7 +34,7 @@ const (
 	ContainerBuild        = "build"
 
 	// FunctionPort is where the runtime listens; ServicePort is what the Service exposes.
-	FunctionPort = 8080
+	FunctionPort = scaletozero.RuntimePort
 	ServicePort  = 80
 
 	// JobTTL removes finished build Jobs; the build result is remembered in the
