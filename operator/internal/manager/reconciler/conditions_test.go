@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // A failure's condition carries the reason upstream's operator sets there,
@@ -33,7 +34,9 @@ func TestFailCarriesUpstreamReasonAndCause(t *testing.T) {
 			r := New(nil, nil, fakeLive{}, nil, nil, events, nil, Options{})
 			s := newTestState(3)
 			err := errors.New("applying Deployment kyma-system/x: forbidden")
-			assert.False(t, r.fail(s, tt.condType, tt.cause, err, false))
+			out, ferr := r.fail(s, tt.condType, tt.cause, err, false)
+			assert.Equal(t, steps.Fail(tt.cause), out, "the run ends")
+			assert.NoError(t, ferr, "no retry with backoff")
 
 			c := meta.FindStatusCondition(s.cr.Status.Conditions, tt.condType)
 			require.NotNil(t, c)

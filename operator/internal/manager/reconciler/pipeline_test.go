@@ -20,6 +20,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 func TestStepsOrder(t *testing.T) {
@@ -39,8 +40,8 @@ func TestStepsOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var names []string
 			for _, st := range r.steps(tt.cr) {
-				names = append(names, st.name)
-				assert.NotNil(t, st.run, st.name)
+				names = append(names, st.Name)
+				assert.NotNil(t, st.Run, st.Name)
 			}
 			assert.Equal(t, tt.want, names)
 		})
@@ -73,14 +74,18 @@ func TestRunStopsAtTheFirstStepThatSaysSo(t *testing.T) {
 			metrics := &stepTimes{}
 			r := New(nil, nil, fakeLive{}, nil, nil, &countEvents{}, metrics, Options{})
 			var ran []string
-			var steps []step
+			var list []step
 			for i, name := range []string{"a", "b", "c"} {
-				steps = append(steps, step{name: name, run: func(context.Context, *state) bool {
+				list = append(list, step{Name: name, Run: func(context.Context, *state) (steps.Outcome, error) {
 					ran = append(ran, name)
-					return tt.goOn[i]
+					if !tt.goOn[i] {
+						return steps.Stop(), nil
+					}
+					return steps.Next(), nil
 				}})
 			}
-			r.run(context.Background(), newTestState(1), steps)
+			_, err := steps.Run(context.Background(), newTestState(1), list, r.observeStep)
+			require.NoError(t, err)
 			assert.Equal(t, tt.wantRan, ran)
 			assert.Equal(t, tt.wantRan, metrics.steps, "each step that ran is timed under its name")
 		})
@@ -108,30 +113,30 @@ func TestFailureReasons(t *testing.T) {
 		name       string
 		funcs      interceptor.Funcs
 		live       Live // brokenLive{} when nil
-		step       func(r *Reconciler) func(context.Context, *state) bool
+		step       func(r *Reconciler) func(context.Context, *state) (steps.Outcome, error)
 		prepare    func(s *state)
 		wantCond   string
 		wantReason string
 	}{
 		{name: "listing Serverless CRs fails", funcs: interceptor.Funcs{List: refused},
-			step:     func(r *Reconciler) func(context.Context, *state) bool { return r.stepServed },
+			step:     func(r *Reconciler) func(context.Context, *state) (steps.Outcome, error) { return r.stepServed },
 			wantCond: v1alpha1.ConditionConfigured, wantReason: v1alpha1.ReasonClusterReadFailed},
 		{name: "reading the node count fails",
-			step:     func(r *Reconciler) func(context.Context, *state) bool { return r.stepConfigure },
+			step:     func(r *Reconciler) func(context.Context, *state) (steps.Outcome, error) { return r.stepConfigure },
 			wantCond: v1alpha1.ConditionConfigured, wantReason: v1alpha1.ReasonClusterReadFailed},
 		{name: "reading the applied objects fails",
-			step:     func(r *Reconciler) func(context.Context, *state) bool { return r.stepVerify },
+			step:     func(r *Reconciler) func(context.Context, *state) (steps.Outcome, error) { return r.stepVerify },
 			prepare:  func(s *state) { s.applied = []*unstructured.Unstructured{deployment("ctrl", 1, 0, false, "")} },
 			wantCond: v1alpha1.ConditionInstalled, wantReason: v1alpha1.ReasonClusterReadFailed},
 		{name: "touching a CRD the API server does not establish is refused", funcs: interceptor.Funcs{Patch: forbidden},
 			live: fakeLive{"CustomResourceDefinition/functions.serverless.kyma-project.io": crd("functions.serverless.kyma-project.io", time.Minute)},
-			step: func(r *Reconciler) func(context.Context, *state) bool { return r.stepVerify },
+			step: func(r *Reconciler) func(context.Context, *state) (steps.Outcome, error) { return r.stepVerify },
 			prepare: func(s *state) {
 				s.applied = []*unstructured.Unstructured{crd("functions.serverless.kyma-project.io", 0)}
 			},
 			wantCond: v1alpha1.ConditionInstalled, wantReason: v1alpha1.ReasonApplyFailed},
 		{name: "adding the finalizer is refused", funcs: interceptor.Funcs{Patch: forbidden},
-			step:     func(r *Reconciler) func(context.Context, *state) bool { return r.stepFinalizer },
+			step:     func(r *Reconciler) func(context.Context, *state) (steps.Outcome, error) { return r.stepFinalizer },
 			wantCond: v1alpha1.ConditionInstalled, wantReason: v1alpha1.ReasonFinalizerFailed},
 	}
 	for _, tt := range tests {
@@ -148,9 +153,10 @@ func TestFailureReasons(t *testing.T) {
 			if tt.prepare != nil {
 				tt.prepare(s)
 			}
-			assert.False(t, tt.step(r)(context.Background(), s), "the run stops")
+			goOn, _, err := runStep(context.Background(), s, tt.step(r))
+			assert.False(t, goOn, "the run stops")
 			assert.Equal(t, v1alpha1.StateError, s.cr.Status.State)
-			assert.Error(t, s.err, "retried with backoff")
+			assert.Error(t, err, "retried with backoff")
 			cond := meta.FindStatusCondition(s.cr.Status.Conditions, tt.wantCond)
 			require.NotNil(t, cond)
 			assert.Equal(t, metav1.ConditionFalse, cond.Status)

@@ -105,9 +105,10 @@ func TestFinalizerOnAStaleReadRequeuesWithoutError(t *testing.T) {
 	require.NoError(t, c.Update(ctx, cr))
 
 	s := &state{cr: stale, before: stale.Status.DeepCopy(), log: log.FromContext(ctx)}
-	assert.False(t, r.stepFinalizer(ctx, s), "the reconcile stops here")
-	assert.True(t, s.result.Requeue, "and is tried again")
-	assert.NoError(t, s.err)
+	goOn, res, err := runStep(ctx, s, r.stepFinalizer)
+	assert.False(t, goOn, "the reconcile stops here")
+	assert.True(t, res.Requeue, "and is tried again")
+	assert.NoError(t, err)
 	assert.Empty(t, s.cr.Status.State, "no Error state")
 	assert.Zero(t, events.n, "no Warning event")
 
@@ -115,7 +116,8 @@ func TestFinalizerOnAStaleReadRequeuesWithoutError(t *testing.T) {
 	fresh := &v1alpha1.Serverless{}
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cr), fresh))
 	s = &state{cr: fresh, before: fresh.Status.DeepCopy(), log: log.FromContext(ctx)}
-	assert.True(t, r.stepFinalizer(ctx, s))
+	goOn, _, _ = runStep(ctx, s, r.stepFinalizer)
+	assert.True(t, goOn)
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cr), fresh))
 	assert.Contains(t, fresh.Finalizers, module.Finalizer)
 }

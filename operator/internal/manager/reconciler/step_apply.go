@@ -6,15 +6,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // stepApply applies the rendered objects and prunes those that left the
 // chart. The inventory in the status records the outcome, also on failure.
-func (r *Reconciler) stepApply(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepApply(ctx context.Context, s *state) (steps.Outcome, error) {
 	prev := inventory.FromEntries(s.cr.Status.Inventory)
 	objs, err := r.keepLiveSelectors(ctx, s.objs)
 	if err != nil {
@@ -57,11 +57,10 @@ func (r *Reconciler) stepApply(ctx context.Context, s *state) bool {
 	}
 	if res.Waiting != "" {
 		r.processing(s, res.Waiting)
-		s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
-		return false
+		return steps.RequeueAfter(r.opts.DeletionRecheck), nil
 	}
 	s.applied = res.Objects
-	return true
+	return steps.Next(), nil
 }
 
 // processing marks the module as on its way.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // stepDeleteAPILeftovers gives the API server the last word before the
@@ -14,7 +15,7 @@ import (
 // is removed like the inventory, one tier per pass, when the chart renders
 // it or its managedFields show the manager's apply; a labelled object
 // someone else created stays.
-func (r *Reconciler) stepDeleteAPILeftovers(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepDeleteAPILeftovers(ctx context.Context, s *state) (steps.Outcome, error) {
 	own, err := r.ownership(s)
 	if err != nil {
 		s.log.Error(err, "rendering the chart for its object names; only objects the manager applied are removed")

@@ -8,10 +8,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -28,7 +28,7 @@ var copyKinds = []schema.GroupVersionKind{
 // is known by its name (the registry Secret, the runtimes' Dockerfile
 // ConfigMaps, the Functions' ServiceAccount) besides the module labels; one
 // its user took over (managed-by: user) stays.
-func (r *Reconciler) stepDeleteCopies(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepDeleteCopies(ctx context.Context, s *state) (steps.Outcome, error) {
 	own, err := r.ownership(s)
 	if err != nil {
 		s.log.Error(err, "rendering the chart for its object names; only the copies named in the code are removed")
@@ -46,12 +46,11 @@ func (r *Reconciler) stepDeleteCopies(ctx context.Context, s *state) bool {
 			fmt.Errorf("deleting ConfigMap %s/%s: %w", record.Namespace, record.Name, err), true)
 	}
 	if left == 0 {
-		return true
+		return steps.Next(), nil
 	}
 	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
 		fmt.Sprintf("removing %d copies of registry Secrets, runtime ConfigMaps and ServiceAccounts from user namespaces", left))
-	s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
-	return false
+	return steps.RequeueAfter(r.opts.DeletionRecheck), nil
 }
 
 // deleteCopies deletes the copies the API server lists (they inherit the

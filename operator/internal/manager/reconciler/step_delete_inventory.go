@@ -13,12 +13,13 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // stepDeleteInventory removes what the manager installed, one tier per
 // pass as the cache shows it: webhooks, then workloads, then configuration
 // and RBAC, CRDs last. Each deletion event brings the next pass.
-func (r *Reconciler) stepDeleteInventory(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepDeleteInventory(ctx context.Context, s *state) (steps.Outcome, error) {
 	left, err := r.remaining(ctx, s)
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)

@@ -5,19 +5,19 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
 // stepFinalizer makes sure the CR cannot disappear before the module is
 // uninstalled.
-func (r *Reconciler) stepFinalizer(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepFinalizer(ctx context.Context, s *state) (steps.Outcome, error) {
 	if controllerutil.ContainsFinalizer(s.cr, module.Finalizer) {
-		return true
+		return steps.Next(), nil
 	}
 	status := s.cr.Status.DeepCopy()
 	patch := client.MergeFromWithOptions(s.cr.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -27,14 +27,13 @@ func (r *Reconciler) stepFinalizer(ctx context.Context, s *state) bool {
 			// The CR was read from a cache that lags behind it: no error to
 			// report, the newer CR's event brings the next reconcile.
 			s.cr.Status = *status
-			s.result = ctrl.Result{Requeue: true}
-			return false
+			return steps.Requeue(), nil
 		}
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonFinalizerFailed, fmt.Errorf("adding the finalizer: %w", err), true)
 	}
 	// The patch response carries the stored status; keep the one being built.
 	s.cr.Status = *status
-	return true
+	return steps.Next(), nil
 }
 
 // removeFinalizer lets the CR go; after it the CR may be gone. A CR

@@ -9,10 +9,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // functionListGVK is the list of the Function CRD the chart installs.
@@ -30,7 +30,7 @@ const functionCRDName = "functions.serverless.kyma-project.io"
 // apply.CountInstances): a CRD that is not Established after an API server
 // restart is missing from discovery, and its Functions must not be taken
 // for none. Such a CRD is touched so that kube-apiserver establishes it.
-func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) (steps.Outcome, error) {
 	s.cr.Status.State = v1alpha1.StateDeleting
 	inst, err := apply.CountInstances(ctx, r.api, functionCRDName)
 	if err != nil {
@@ -41,7 +41,7 @@ func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) bool {
 			fmt.Errorf("nothing is removed while Functions may exist: %w", err), true)
 	}
 	if inst.Count == 0 {
-		return true
+		return steps.Next(), nil
 	}
 	started, err := r.functionsWatch.ensure()
 	if err != nil {
@@ -54,7 +54,7 @@ func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) bool {
 			inst = again
 		}
 		if inst.Count == 0 {
-			return true
+			return steps.Next(), nil
 		}
 	}
 	s.cr.Status.State = v1alpha1.StateWarning
@@ -64,8 +64,7 @@ func (r *Reconciler) stepFunctionsGuard(ctx context.Context, s *state) bool {
 	}
 	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonFunctionsExist,
 		fmt.Sprintf("%d Functions still exist (%s%s); delete them to uninstall", inst.Count, strings.Join(inst.Names, ", "), more))
-	s.result = ctrl.Result{RequeueAfter: r.opts.FunctionsRecheck}
-	return false
+	return steps.RequeueAfter(r.opts.FunctionsRecheck), nil
 }
 
 // establishIfStuck asks kube-apiserver to establish crd when it waits too

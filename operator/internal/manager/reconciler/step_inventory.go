@@ -10,6 +10,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // stepInventory drops the inventory entries that cannot be the module's:
@@ -18,7 +19,7 @@ import (
 // uninstall, one for an object outside the module namespace would have it
 // deleted. Such entries are removed from the status with one Warning event
 // (the status write makes it the only one) and never acted on.
-func (r *Reconciler) stepInventory(_ context.Context, s *state) bool {
+func (r *Reconciler) stepInventory(_ context.Context, s *state) (steps.Outcome, error) {
 	owned := apply.ManagedKinds()
 	check := func() (kept []v1alpha1.InventoryEntry, ignored []string) {
 		for _, e := range s.cr.Status.Inventory {
@@ -32,7 +33,7 @@ func (r *Reconciler) stepInventory(_ context.Context, s *state) bool {
 	}
 	kept, ignored := check()
 	if len(ignored) == 0 {
-		return true
+		return steps.Next(), nil
 	}
 	// Objects of the chart's own CRDs are the module's too; the render
 	// that names those kinds is only needed when the table does not do.
@@ -42,13 +43,13 @@ func (r *Reconciler) stepInventory(_ context.Context, s *state) bool {
 	}
 	owned = own.kinds
 	if kept, ignored = check(); len(ignored) == 0 {
-		return true
+		return steps.Next(), nil
 	}
 	s.cr.Status.Inventory = kept
 	s.log.Info("ignoring inventory entries", "entries", ignored)
 	r.events.Eventf(s.cr, nil, corev1.EventTypeWarning, v1alpha1.ReasonInventoryEntryIgnored, "Reconcile",
 		"ignored %d status.inventory entries that cannot be the module's: %s", len(ignored), strings.Join(ignored, "; "))
-	return true
+	return steps.Next(), nil
 }
 
 // checkEntry tells why id cannot name an object of the module.

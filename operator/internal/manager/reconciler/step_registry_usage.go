@@ -7,10 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -29,20 +29,19 @@ const (
 // reports it in the status, in the metrics and, above 80 %, as a warning.
 // A failed measurement keeps the last figures and tries again soon; it
 // never fails the reconcile.
-func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) (steps.Outcome, error) {
 	ns := s.cr.Namespace
 	if s.cr.Status.DockerRegistry != values.InternalRegistry || r.opts.RegistryUsage == nil {
 		s.cr.Status.InternalRegistry = nil
 		r.recordRegistryUsage(ns, nil)
-		return true
+		return steps.Next(), nil
 	}
 	next := r.opts.RegistryUsageEvery
 	// Reconciles come with every status change of a module object; the
 	// registry is walked only when the last figures are due again.
 	if age, ok := r.usageAge(ns); ok && age < next && s.cr.Status.InternalRegistry != nil {
-		s.result = ctrl.Result{RequeueAfter: next - age}
 		r.warnIfFull(s)
-		return true
+		return steps.Next().Within(next - age), nil
 	}
 	data, _, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName})
 	if err == nil {
@@ -64,11 +63,8 @@ func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) bool {
 		s.log.V(1).Info("internal registry not measured", "error", err.Error())
 		next = registryUsageRetry
 	}
-	if next > 0 {
-		s.result = ctrl.Result{RequeueAfter: next}
-	}
 	r.warnIfFull(s)
-	return true
+	return steps.Next().Within(next), nil
 }
 
 // warnIfFull adds the warning of a registry volume above the threshold.

@@ -57,9 +57,10 @@ func TestStepRegistryUsage(t *testing.T) {
 			s := newTestState(1)
 			s.cr.Status.DockerRegistry = tt.registry
 			s.cr.Status.InternalRegistry = tt.before
-			assert.True(t, r.stepRegistryUsage(context.Background(), s), "never stops the reconcile")
+			goOn, res, _ := runStep(context.Background(), s, r.stepRegistryUsage)
+			assert.True(t, goOn, "never stops the reconcile")
 			assert.Equal(t, tt.want, s.cr.Status.InternalRegistry)
-			assert.Equal(t, tt.wantRequeue, s.result.RequeueAfter)
+			assert.Equal(t, tt.wantRequeue, res.RequeueAfter)
 			if tt.wantWarning == "" {
 				assert.Empty(t, s.warnings)
 			} else if assert.Len(t, s.warnings, 1) {
@@ -89,10 +90,11 @@ func TestStepRegistryUsageOncePerInterval(t *testing.T) {
 		s := newTestState(1)
 		s.cr.Status.DockerRegistry = values.InternalRegistry
 		s.cr.Status.InternalRegistry = &v1alpha1.RegistryUsage{UsedBytes: 19, TotalBytes: 20, Images: 2, UsedPercent: 95}
-		assert.True(t, r.stepRegistryUsage(context.Background(), s))
+		goOn, res, _ := runStep(context.Background(), s, r.stepRegistryUsage)
+		assert.True(t, goOn)
 		assert.Len(t, s.warnings, 1, "the full registry is still reported")
-		assert.Positive(t, s.result.RequeueAfter)
-		assert.LessOrEqual(t, s.result.RequeueAfter, time.Hour)
+		assert.Positive(t, res.RequeueAfter)
+		assert.LessOrEqual(t, res.RequeueAfter, time.Hour)
 	}
 	assert.Equal(t, 1, calls)
 }

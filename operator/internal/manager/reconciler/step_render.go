@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // stepRender renders the chart with the values, reusing the last render
 // when namespace and values are unchanged.
-func (r *Reconciler) stepRender(_ context.Context, s *state) bool {
+func (r *Reconciler) stepRender(_ context.Context, s *state) (steps.Outcome, error) {
 	key, err := json.Marshal(map[string]any{"ns": s.cr.Namespace, "values": s.values})
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRenderFailed, fmt.Errorf("keying the render: %w", err), false)
@@ -36,5 +37,5 @@ func (r *Reconciler) stepRender(_ context.Context, s *state) bool {
 		r.renderMu.Unlock()
 	}
 	s.cr.Status.ChartVersion = r.renderer.ChartVersion()
-	return true
+	return steps.Next(), nil
 }

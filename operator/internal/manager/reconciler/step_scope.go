@@ -13,6 +13,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // Scope is the module namespace of the moment (package scope): what the
@@ -28,9 +29,9 @@ type Scope interface {
 
 // stepScope moves the module namespace to the served CR's: the module is
 // installed into (or uninstalled from) the CR's namespace, whichever it is.
-func (r *Reconciler) stepScope(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepScope(ctx context.Context, s *state) (steps.Outcome, error) {
 	if r.opts.Scope == nil {
-		return true
+		return steps.Next(), nil
 	}
 	if err := r.opts.Scope.Enter(ctx, s.cr.Namespace); err != nil {
 		condType, cause := v1alpha1.ConditionInstalled, v1alpha1.ReasonScopeFailed
@@ -39,20 +40,20 @@ func (r *Reconciler) stepScope(ctx context.Context, s *state) bool {
 		}
 		return r.fail(s, condType, cause, fmt.Errorf("taking up namespace %s: %w", s.cr.Namespace, err), true)
 	}
-	return true
+	return steps.Next(), nil
 }
 
 // stepLeaveScope ends an uninstall's hold on the CR's namespace: nothing of
 // the module is left there, so the manager stops caching it and drops its
 // permissions there (the next served CR enters its own).
-func (r *Reconciler) stepLeaveScope(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepLeaveScope(ctx context.Context, s *state) (steps.Outcome, error) {
 	if r.opts.Scope == nil {
-		return true
+		return steps.Next(), nil
 	}
 	if err := r.opts.Scope.Leave(ctx, s.cr.Namespace); err != nil {
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, fmt.Errorf("leaving namespace %s: %w", s.cr.Namespace, err), true)
 	}
-	return true
+	return steps.Next(), nil
 }
 
 // watchNamespaced reconciles on every change of the module's namespaced

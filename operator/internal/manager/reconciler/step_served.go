@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -20,7 +21,7 @@ import (
 // depends only on the set of CRs, so two CRs created at the same instant
 // never both become served, even when the cache has not seen one of them
 // yet.
-func (r *Reconciler) stepServed(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepServed(ctx context.Context, s *state) (steps.Outcome, error) {
 	list := &v1alpha1.ServerlessList{}
 	if err := r.client.List(ctx, list); err != nil {
 		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonClusterReadFailed, fmt.Errorf("listing Serverless CRs: %w", err), true)
@@ -28,7 +29,7 @@ func (r *Reconciler) stepServed(ctx context.Context, s *state) bool {
 	served := pickServed(list.Items)
 	if served != nil && served.UID == s.cr.UID {
 		s.cr.Status.Served = metav1.ConditionTrue
-		return true
+		return steps.Next(), nil
 	}
 
 	// Not served: say why, and never block the CR's deletion.
@@ -42,10 +43,10 @@ func (r *Reconciler) stepServed(ctx context.Context, s *state) bool {
 	s.cr.Status.ObservedGeneration = s.cr.Generation
 	if s.cr.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(s.cr, module.Finalizer) {
 		if err := r.removeFinalizer(ctx, s); err != nil {
-			s.err = err
+			return steps.Stop(), err
 		}
 	}
-	return false
+	return steps.Stop(), nil
 }
 
 // pickServed returns the CR that is served among items, nil when none can be.

@@ -7,21 +7,21 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // stepUpstream looks for serverless-operator's installation, whose mode the
 // configuration keeps and which the takeover steps adopt.
-func (r *Reconciler) stepUpstream(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepUpstream(ctx context.Context, s *state) (steps.Outcome, error) {
 	up, err := r.upstream(ctx, s.cr)
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionConfigured, v1alpha1.ReasonClusterReadFailed, err, true)
 	}
 	s.upstream = up
-	return true
+	return steps.Next(), nil
 }
 
 // stepTakeover prepares the takeover of an installation of
@@ -32,9 +32,9 @@ func (r *Reconciler) stepUpstream(ctx context.Context, s *state) bool {
 // again: the chart renders upstream's names and immutable fields
 // (Deployment selectors), so Deployments, the registry's volume and its
 // credentials stay. Without upstream's traces it costs nothing.
-func (r *Reconciler) stepTakeover(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepTakeover(ctx context.Context, s *state) (steps.Outcome, error) {
 	if s.upstream == nil {
-		return true
+		return steps.Next(), nil
 	}
 	for _, o := range s.objs {
 		ref, ok := managedRef(o, s.cr.Namespace)
@@ -44,8 +44,7 @@ func (r *Reconciler) stepTakeover(ctx context.Context, s *state) bool {
 		moved, err := r.transferOwnership(ctx, ref)
 		if apierrors.IsConflict(err) {
 			// Changed meanwhile: its event brings the next reconcile.
-			s.result = ctrl.Result{Requeue: true}
-			return false
+			return steps.Requeue(), nil
 		}
 		if err != nil {
 			return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonTakeoverFailed,
@@ -55,7 +54,7 @@ func (r *Reconciler) stepTakeover(ctx context.Context, s *state) bool {
 			s.log.Info("took over the fields serverless-operator applied", "object", ref.String())
 		}
 	}
-	return true
+	return steps.Next(), nil
 }
 
 // transferOwnership rewrites the managedFields of one live object (read

@@ -9,11 +9,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // ReasonTakenOver is the Normal event that reports a finished takeover.
@@ -33,11 +33,11 @@ var crdKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResou
 // applied by it. A CRD is
 // never deleted here. Whatever a user made (their Functions, a copy of an
 // object, their Secrets) fails one of these and stays.
-func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) (steps.Outcome, error) {
 	// What the takeover step found before the apply: read once per reconcile.
 	up := s.upstream
 	if up == nil {
-		return true
+		return steps.Next(), nil
 	}
 	rendered := map[string]bool{}
 	for _, o := range s.objs {
@@ -72,8 +72,7 @@ func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
 	err := r.client.Patch(ctx, s.cr, patch)
 	s.cr.Status = *status
 	if apierrors.IsConflict(err) {
-		s.result = ctrl.Result{Requeue: true}
-		return false
+		return steps.Requeue(), nil
 	}
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonFinalizerFailed,
@@ -86,7 +85,7 @@ func (r *Reconciler) stepTakeoverCleanup(ctx context.Context, s *state) bool {
 	}
 	s.log.Info("took over serverless-operator's installation", "pruned", pruned)
 	r.events.Eventf(s.cr, nil, corev1.EventTypeNormal, ReasonTakenOver, "Reconcile", "%s", msg)
-	return true
+	return steps.Next(), nil
 }
 
 // deleteUpstreamOnly deletes one object only upstream's chart rendered,

@@ -9,16 +9,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/readiness"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 )
 
 // stepVerify reads the applied objects' rollout from the cache. Nothing is
 // polled: every watched object's change triggers the next reconcile.
-func (r *Reconciler) stepVerify(ctx context.Context, s *state) bool {
+func (r *Reconciler) stepVerify(ctx context.Context, s *state) (steps.Outcome, error) {
 	rep, err := readiness.Check(ctx, r.live, s.applied, kinds.HasStatus)
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
@@ -58,8 +58,7 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) bool {
 			if again > 0 && again < left {
 				left = again
 			}
-			s.result = ctrl.Result{RequeueAfter: left}
-			return false
+			return steps.RequeueAfter(left), nil
 		}
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonRolloutFailed,
 			fmt.Errorf("not ready %s after the last change: %s", r.opts.RolloutTimeout, rep.Summary()), false)
@@ -72,5 +71,5 @@ func (r *Reconciler) stepVerify(ctx context.Context, s *state) bool {
 		s.setCondition(v1alpha1.ConditionInstalled, metav1.ConditionTrue, v1alpha1.ReasonInstalled,
 			"installed and ready, with warnings: "+strings.Join(s.warnings, "; "))
 	}
-	return true
+	return steps.Next(), nil
 }

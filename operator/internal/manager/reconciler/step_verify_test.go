@@ -67,7 +67,7 @@ func TestStepVerifyReportsReplicaFailuresAtOnce(t *testing.T) {
 				s.before = s.cr.Status.DeepCopy()
 			}
 
-			r.stepVerify(context.Background(), s)
+			_, res, err := runStep(context.Background(), s, r.stepVerify)
 			assert.Equal(t, tt.wantState, s.cr.Status.State)
 			installed := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
 			require.NotNil(t, installed)
@@ -87,8 +87,8 @@ func TestStepVerifyReportsReplicaFailuresAtOnce(t *testing.T) {
 			assert.Equal(t, metav1.ConditionTrue, failure.Status)
 			assert.Equal(t, v1alpha1.ReasonDeploymentReplicaFailure, failure.Reason)
 			assert.Equal(t, tt.wantMessage, failure.Message, "upstream's own condition keeps its reason and message")
-			assert.NoError(t, s.err, "no backoff retry: the Deployment's status changes bring the next reconcile")
-			assert.Zero(t, s.result.RequeueAfter, "no rollout-timeout requeue")
+			assert.NoError(t, err, "no backoff retry: the Deployment's status changes bring the next reconcile")
+			assert.Zero(t, res.RequeueAfter, "no rollout-timeout requeue")
 			if tt.failingBefore {
 				assert.Zero(t, events.n, "the same failure again is no new event")
 			} else {

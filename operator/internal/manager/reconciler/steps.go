@@ -1,19 +1,14 @@
 package reconciler
 
 import (
-	"context"
-	"time"
-
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
-// step is one named action of a reconcile. It updates the run's state and
-// returns whether the run goes on; a step that stops has set the status,
-// the result or the error the run ends with.
-type step struct {
-	name string
-	run  func(ctx context.Context, s *state) bool
-}
+// step is one named action of a reconcile: it updates the run's state (the
+// status among it) and says with its outcome how the run goes on
+// (steps.Run runs, times and logs the list).
+type step = steps.Step[*state]
 
 // steps is the order of a reconcile, the only place it is written down (the
 // names are the metrics' step label). Which list runs depends on the CR
@@ -22,46 +17,32 @@ type step struct {
 func (r *Reconciler) steps(cr *v1alpha1.Serverless) []step {
 	if cr.DeletionTimestamp != nil {
 		return []step{
-			{"confirm", r.stepConfirm},
-			{"served", r.stepServed},
-			{"scope", r.stepScope},
-			{"inventory", r.stepInventory},
-			{"functions-guard", r.stepFunctionsGuard},
-			{"delete-inventory", r.stepDeleteInventory},
-			{"delete-api-leftovers", r.stepDeleteAPILeftovers},
-			{"delete-copies", r.stepDeleteCopies},
-			{"delete-leases", r.stepDeleteLeases},
-			{"leave-scope", r.stepLeaveScope},
-			{"remove-finalizer", r.stepRemoveFinalizer},
+			{Name: "confirm", Run: r.stepConfirm},
+			{Name: "served", Run: r.stepServed},
+			{Name: "scope", Run: r.stepScope},
+			{Name: "inventory", Run: r.stepInventory},
+			{Name: "functions-guard", Run: r.stepFunctionsGuard},
+			{Name: "delete-inventory", Run: r.stepDeleteInventory},
+			{Name: "delete-api-leftovers", Run: r.stepDeleteAPILeftovers},
+			{Name: "delete-copies", Run: r.stepDeleteCopies},
+			{Name: "delete-leases", Run: r.stepDeleteLeases},
+			{Name: "leave-scope", Run: r.stepLeaveScope},
+			{Name: "remove-finalizer", Run: r.stepRemoveFinalizer},
 		}
 	}
 	return []step{
-		{"served", r.stepServed},
-		{"scope", r.stepScope},
-		{"paused", r.stepPaused},
-		{"inventory", r.stepInventory},
-		{"finalizer", r.stepFinalizer},
-		{"upstream", r.stepUpstream},
-		{"configure", r.stepConfigure},
-		{"render", r.stepRender},
-		{"takeover", r.stepTakeover},
-		{"apply", r.stepApply},
-		{"takeover-cleanup", r.stepTakeoverCleanup},
-		{"registry-usage", r.stepRegistryUsage},
-		{"verify", r.stepVerify},
-	}
-}
-
-// run runs steps in order until one stops, timing each.
-func (r *Reconciler) run(ctx context.Context, s *state, steps []step) {
-	for _, st := range steps {
-		start := time.Now()
-		goOn := st.run(ctx, s)
-		if r.metrics != nil {
-			r.metrics.ObserveStep(st.name, time.Since(start))
-		}
-		if !goOn {
-			return
-		}
+		{Name: "served", Run: r.stepServed},
+		{Name: "scope", Run: r.stepScope},
+		{Name: "paused", Run: r.stepPaused},
+		{Name: "inventory", Run: r.stepInventory},
+		{Name: "finalizer", Run: r.stepFinalizer},
+		{Name: "upstream", Run: r.stepUpstream},
+		{Name: "configure", Run: r.stepConfigure},
+		{Name: "render", Run: r.stepRender},
+		{Name: "takeover", Run: r.stepTakeover},
+		{Name: "apply", Run: r.stepApply},
+		{Name: "takeover-cleanup", Run: r.stepTakeoverCleanup},
+		{Name: "registry-usage", Run: r.stepRegistryUsage},
+		{Name: "verify", Run: r.stepVerify},
 	}
 }

@@ -16,11 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -66,6 +68,14 @@ func (f fakeLive) ListManagedFromAPI(context.Context) ([]metav1.Object, error) {
 func newTestReconciler(live Live, renderer Renderer, applier Applier) (*Reconciler, *countEvents) {
 	events := &countEvents{}
 	return New(nil, nil, live, renderer, applier, events, nil, Options{Namespace: "kyma-system"}), events
+}
+
+// runStep runs one step as a reconcile's first: goOn says whether the run
+// went on past it, res and err are what the run returns.
+func runStep(ctx context.Context, s *state, run func(context.Context, *state) (steps.Outcome, error)) (goOn bool, res ctrl.Result, err error) {
+	probe := func(context.Context, *state) (steps.Outcome, error) { goOn = true; return steps.Next(), nil }
+	res, err = steps.Run(ctx, s, []step{{Name: "under-test", Run: run}, {Name: "probe", Run: probe}}, nil)
+	return goOn, res, err
 }
 
 func newTestState(generation int64) *state {
@@ -148,7 +158,7 @@ func TestStepVerify(t *testing.T) {
 			s.setCondition(v1alpha1.ConditionInstalled, metav1.ConditionFalse, v1alpha1.ReasonInstalling, "applying")
 			meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled).LastTransitionTime = metav1.NewTime(time.Now().Add(-tt.installingSince))
 
-			r.stepVerify(context.Background(), s)
+			_, res, _ := runStep(context.Background(), s, r.stepVerify)
 			assert.Equal(t, tt.wantState, s.cr.Status.State)
 			assert.Equal(t, int64(3), s.cr.Status.ObservedGeneration)
 			c := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
@@ -156,7 +166,7 @@ func TestStepVerify(t *testing.T) {
 			assert.Equal(t, tt.wantReason, v1alpha1.Cause(*c))
 			assert.Contains(t, c.Message, tt.wantMessage)
 			if tt.wantRequeue != nil {
-				assert.True(t, tt.wantRequeue(s.result.RequeueAfter), "requeue after %s", s.result.RequeueAfter)
+				assert.True(t, tt.wantRequeue(res.RequeueAfter), "requeue after %s", res.RequeueAfter)
 			}
 		})
 	}
@@ -167,10 +177,10 @@ func TestStepVerifyLooksAgainForACRDWaitingToBeEstablished(t *testing.T) {
 	r, _ := newTestReconciler(live, &fakeRenderer{}, &fakeApplier{})
 	s := newTestState(1)
 	s.applied = []*unstructured.Unstructured{crd("functions.serverless.kyma-project.io", 0)}
-	r.stepVerify(context.Background(), s)
+	_, res, _ := runStep(context.Background(), s, r.stepVerify)
 	assert.Equal(t, v1alpha1.StateProcessing, s.cr.Status.State)
 	// Names accepted 4s ago: the next look is when the 10s grace ends, not at the rollout deadline.
-	assert.InDelta(t, (establishGrace - 4*time.Second).Seconds(), s.result.RequeueAfter.Seconds(), 1.5)
+	assert.InDelta(t, (establishGrace - 4*time.Second).Seconds(), res.RequeueAfter.Seconds(), 1.5)
 }
 
 func TestStepApply(t *testing.T) {
@@ -199,9 +209,10 @@ func TestStepApply(t *testing.T) {
 			r, _ := newTestReconciler(fakeLive{}, &fakeRenderer{}, &fakeApplier{res: tt.res, err: tt.err})
 			s := newTestState(1)
 			s.nodePort = tt.nodePort
-			assert.Equal(t, tt.wantGoOn, r.stepApply(context.Background(), s))
+			goOn, _, err := runStep(context.Background(), s, r.stepApply)
+			assert.Equal(t, tt.wantGoOn, goOn)
 			assert.Equal(t, tt.wantState, s.cr.Status.State)
-			assert.Equal(t, tt.wantRetry, s.err != nil, "an apply error is retried with backoff")
+			assert.Equal(t, tt.wantRetry, err != nil, "an apply error is retried with backoff")
 			assert.Equal(t, tt.wantRefused, r.refused()[32137])
 			assert.Equal(t, tt.res.Inventory.Entries(), s.cr.Status.Inventory, "the inventory is recorded, also on failure")
 			if tt.wantGoOn {
@@ -217,7 +228,8 @@ func TestStepRenderReusesTheLastRender(t *testing.T) {
 	render := func(values map[string]any) *state {
 		s := newTestState(1)
 		s.values = values
-		assert.True(t, r.stepRender(context.Background(), s))
+		goOn, _, _ := runStep(context.Background(), s, r.stepRender)
+		assert.True(t, goOn)
 		return s
 	}
 	s := render(map[string]any{"logLevel": "info"})
@@ -231,21 +243,24 @@ func TestStepRenderReusesTheLastRender(t *testing.T) {
 	renderer.err = errors.New("template: boom")
 	s = newTestState(1)
 	s.values = map[string]any{"logLevel": "warn"}
-	assert.False(t, r.stepRender(context.Background(), s))
+	goOn, _, err := runStep(context.Background(), s, r.stepRender)
+	assert.False(t, goOn)
 	assert.Equal(t, v1alpha1.StateError, s.cr.Status.State)
 	c := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
 	assert.Equal(t, v1alpha1.ReasonInstallationErr, c.Reason, "upstream's reason")
 	assert.Equal(t, v1alpha1.ReasonRenderFailed, v1alpha1.Cause(*c))
-	assert.NoError(t, s.err, "a chart that does not render is not retried with backoff")
+	assert.NoError(t, err, "a chart that does not render is not retried with backoff")
 }
 
 func TestStepPaused(t *testing.T) {
 	r, _ := newTestReconciler(fakeLive{}, &fakeRenderer{}, &fakeApplier{})
 	s := newTestState(1)
-	assert.True(t, r.stepPaused(context.Background(), s))
+	goOn, _, _ := runStep(context.Background(), s, r.stepPaused)
+	assert.True(t, goOn)
 
 	s.cr.Annotations = map[string]string{module.PauseAnnotation: module.PausedValue}
-	assert.False(t, r.stepPaused(context.Background(), s), "nothing is changed while paused")
+	goOn, _, _ = runStep(context.Background(), s, r.stepPaused)
+	assert.False(t, goOn, "nothing is changed while paused")
 	assert.Equal(t, v1alpha1.StateWarning, s.cr.Status.State)
 	c := meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionInstalled)
 	require.NotNil(t, c)

@@ -8,12 +8,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -54,17 +54,16 @@ func leftoverOf(gvk schema.GroupVersionKind, live metav1.Object) (leftover, bool
 // next step run; otherwise it removes the first tier of left, says so in
 // the Deleted condition (describe words the count and the names) and
 // checks again after DeletionRecheck.
-func (r *Reconciler) removeLeftovers(ctx context.Context, s *state, left []leftover, describe func(n int, names string) string) bool {
+func (r *Reconciler) removeLeftovers(ctx context.Context, s *state, left []leftover, describe func(n int, names string) string) (steps.Outcome, error) {
 	if len(left) == 0 {
-		return true
+		return steps.Next(), nil
 	}
 	names, err := r.removeFirstTier(ctx, left)
 	if err != nil {
 		return r.fail(s, v1alpha1.ConditionDeleted, v1alpha1.ReasonDeletionFailed, err, true)
 	}
 	s.setCondition(v1alpha1.ConditionDeleted, metav1.ConditionFalse, v1alpha1.ReasonDeleting, describe(len(left), strings.Join(names, ", ")))
-	s.result = ctrl.Result{RequeueAfter: r.opts.DeletionRecheck}
-	return false
+	return steps.RequeueAfter(r.opts.DeletionRecheck), nil
 }
 
 // removeFirstTier deletes the leftovers (not empty) of the tier that goes

@@ -143,7 +143,8 @@ func TestUninstallGoesOnWhenTheLastFunctionGoesBeforeItsWatchStarts(t *testing.T
 	}
 
 	s := &state{cr: cr, before: cr.Status.DeepCopy(), log: ctrl.LoggerFrom(ctx)}
-	assert.True(t, r.stepFunctionsGuard(ctx, s), "no Function is left: the uninstall goes on")
+	goOn, _, _ := runStep(ctx, s, r.stepFunctionsGuard)
+	assert.True(t, goOn, "no Function is left: the uninstall goes on")
 	assert.Equal(t, 1, starts, "the guard had counted one Function and started the watch")
 	assert.Nil(t, meta.FindStatusCondition(s.cr.Status.Conditions, v1alpha1.ConditionDeleted), "not held back")
 }

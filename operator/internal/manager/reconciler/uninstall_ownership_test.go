@@ -107,13 +107,15 @@ func TestStepInventoryDropsEntriesThatCannotBeTheModules(t *testing.T) {
 		{ID: "garbage"},
 	}, valid...)
 
-	require.True(t, r.stepInventory(context.Background(), s))
+	goOn, _, _ := runStep(context.Background(), s, r.stepInventory)
+	require.True(t, goOn)
 	assert.Equal(t, valid, s.cr.Status.Inventory)
 	require.Len(t, events.reasons, 1)
 	assert.Equal(t, v1alpha1.ReasonInventoryEntryIgnored, events.reasons[0])
 
 	s = &state{cr: s.cr, before: s.cr.Status.DeepCopy(), log: log.FromContext(context.Background())}
-	require.True(t, r.stepInventory(context.Background(), s))
+	goOn, _, _ = runStep(context.Background(), s, r.stepInventory)
+	require.True(t, goOn)
 	assert.Len(t, events.reasons, 1, "once: the entries are gone from the status")
 }
 
