@@ -11,8 +11,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -94,7 +96,7 @@ func BuildJob(in Inputs, sourceConfigMap string) *batchv1.Job {
 	readOnlyDeps.ReadOnly = true
 	tmp := corev1.VolumeMount{Name: volumeTmp, MountPath: "/tmp"}
 	credentials := corev1.VolumeMount{Name: volumeCredentials, ReadOnly: true, MountPath: dockerPath}
-	stepEnv := buildEnv(in)
+	stepEnv := append(buildEnv(in), fipsEnv(in.Config)...)
 	buildResources, _ := in.Config.Resources.BuildJob.Resolve(fn.Spec.Runtime, buildRequirements(fn))
 
 	initContainers = append(initContainers,
@@ -236,6 +238,16 @@ func emptyDir(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 }
 
+// fipsEnv is what the build steps, which run this controller's binary,
+// need in FIPS mode to start at all: the switch and Go's enforcement
+// (docs/contributor/fips.md).
+func fipsEnv(c *config.Config) []corev1.EnvVar {
+	if c == nil || !c.FIPSMode {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: fips.EnvMode, Value: "true"}, {Name: fips.EnvGODEBUG, Value: fips.GODEBUG}}
+}
+
 // repoFetcher writes the files of status.commit (only status.baseDir) into
 // the workspace (docs/contributor/upstream-contract.md#build-job).
 func repoFetcher(in Inputs) corev1.Container {
@@ -268,6 +280,7 @@ func repoFetcher(in Inputs) corev1.Container {
 				fromSecret("APP_REPOSITORY_KNOWN_HOSTS", "knownHosts", true))
 		}
 	}
+	env = append(env, fipsEnv(in.Config)...)
 	return corev1.Container{
 		Name: ContainerRepoFetcher,
 		// The controller's own image (the chart passes it as the fetcher

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/build"
+	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 )
 
 var dumpExecutorArgs = []string{"--insecure", "--skip-tls-verify", "--skip-unused-stages", "--log-format=text",
@@ -282,6 +283,47 @@ func TestSlimJobKeepsTheDestination(t *testing.T) {
 			assert.Equal(t, j.Status, slim.Status)
 			assert.Empty(t, slim.Spec.Template.Spec.InitContainers)
 			assert.Empty(t, slim.Spec.Template.Spec.Volumes)
+		})
+	}
+}
+
+// In FIPS mode every build step that runs the controller's binary (fetch,
+// prepare, build) gets the switch and GODEBUG=fips140=only, without which
+// it would refuse to start; the dependency step runs the runtime image and
+// gets neither. Outside FIPS mode no step does.
+func TestBuildJobFIPSMode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   *v1alpha2.Function
+		fips bool
+		ours []string
+	}{
+		{name: "inline, FIPS mode", fn: newFunction(v1alpha2.RuntimeNodejs24), fips: true, ours: []string{"prepare", "build"}},
+		{name: "Git, FIPS mode", fn: gitFunction(), fips: true, ours: []string{"repo-fetcher", "prepare", "build"}},
+		{name: "Git, not FIPS mode", fn: gitFunction(), ours: []string{"repo-fetcher", "prepare", "build"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := inputs(tc.fn)
+			cfg := *in.Config
+			cfg.FIPSMode = tc.fips
+			in.Config = &cfg
+			pod := BuildJob(in, "").Spec.Template.Spec
+			var seen []string
+			for _, c := range append(pod.InitContainers, pod.Containers...) {
+				env := envMap(c.Env)
+				ours := c.Image == cfg.Build.RepoFetcherImage
+				if ours {
+					seen = append(seen, c.Name)
+				}
+				if ours && tc.fips {
+					assert.Equal(t, "true", env[fips.EnvMode], c.Name)
+					assert.Equal(t, fips.GODEBUG, env[fips.EnvGODEBUG], c.Name)
+					continue
+				}
+				assert.NotContains(t, env, fips.EnvMode, c.Name)
+				assert.NotContains(t, env, fips.EnvGODEBUG, c.Name)
+			}
+			assert.Equal(t, tc.ours, seen)
 		})
 	}
 }
