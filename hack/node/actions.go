@@ -32,6 +32,8 @@ type actionContext struct {
 	out io.Writer
 	// getenv reads the caller's environment (settings not recorded yet).
 	getenv func(string) string
+	// all are every action, in order: allActions (tests put fakes here).
+	all []action
 
 	// caCert is the cluster CA's certificate, once the certificates
 	// action made it; the bootstrap objects' APIService carries it.
@@ -39,7 +41,7 @@ type actionContext struct {
 }
 
 func newActionContext(c config) *actionContext {
-	return &actionContext{config: c, log: log.New(os.Stderr, "[node] ", log.Ltime), out: os.Stdout, getenv: os.Getenv}
+	return &actionContext{config: c, log: log.New(os.Stderr, "[node] ", log.Ltime), out: os.Stdout, getenv: os.Getenv, all: allActions()}
 }
 
 // networkActions come before the control plane: the API server listens on

@@ -30,11 +30,15 @@ func (f fakeAction) Down(context.Context, *actionContext) error {
 }
 
 // quietContext is an actionContext in a fresh state directory that logs
-// nowhere.
+// nowhere, with no actions: a test never runs the real ones, whose downs
+// would stop the cluster this machine may run.
 func quietContext(t *testing.T) *actionContext {
 	t.Helper()
 	ac := newActionContext(testConfig(t))
 	ac.log.SetOutput(&strings.Builder{})
+	ac.out = &strings.Builder{}
+	ac.getenv = func(string) string { return "" }
+	ac.all = nil
 	return ac
 }
 

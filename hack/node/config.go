@@ -66,7 +66,7 @@ type config struct {
 func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.state, "state", ".cluster", "the cluster's state directory")
 	fs.StringVar(&c.assets, "assets", "bin/assets", "directory of kubelet, kube-proxy, coredns and registry")
-	fs.StringVar(&c.images, "images", "bin/image", "directory of the OCI layouts `node load` pushes")
+	fs.StringVar(&c.images, "images", "bin/image", "directory of the OCI layouts that load pushes")
 	fs.StringVar(&c.repo, "repo", ".", "the repository's root")
 	fs.StringVar(&c.bridge, "bridge", "serverless0", "name of the Pods' bridge")
 	fs.StringVar(&c.fakePodCIDRFlag, "fake-pod-cidr", "10.244.0.0/16", "addresses of kwok's simulated Pods")

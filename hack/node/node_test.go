@@ -107,7 +107,7 @@ func TestUnescapeMountPath(t *testing.T) {
 
 // A daemon's hosts.toml pulls over plain HTTP from the server it names.
 func TestTrustRegistry(t *testing.T) {
-	ac := newActionContext(testConfig(t))
+	ac := quietContext(t)
 	require.NoError(t, ac.trustRegistry("10.240.0.1:31000"))
 	data, err := os.ReadFile(ac.path("certs.d", "10.240.0.1:31000", "hosts.toml"))
 	require.NoError(t, err)
@@ -117,8 +117,7 @@ func TestTrustRegistry(t *testing.T) {
 }
 
 func TestRestartKnowsItsDaemonsOnly(t *testing.T) {
-	ac := newActionContext(testConfig(t))
-	ac.log.SetOutput(&strings.Builder{})
+	ac := quietContext(t)
 	// Before anything stops: a name that is not one of the restartable daemons.
 	err := ac.restart(t.Context(), "etcd")
 	require.ErrorContains(t, err, `"etcd" is none of kube-apiserver, kubelet, containerd, kube-proxy, coredns`)
@@ -128,7 +127,7 @@ func TestRestartKnowsItsDaemonsOnly(t *testing.T) {
 // its command line: stop kills whatever names it, so an empty or missing
 // one would match any process.
 func TestEveryDaemonNamesItsConfiguration(t *testing.T) {
-	ac := newActionContext(testConfig(t))
+	ac := quietContext(t)
 	daemons := ac.allDaemons()
 	require.Len(t, daemons, 12, "status lists every daemon")
 	for _, d := range daemons {

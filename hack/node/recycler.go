@@ -44,9 +44,9 @@ type volumeRecycler struct{}
 
 func (volumeRecycler) Name() string { return "volume-recycler" }
 
-// daemon is this program, copied into the state directory so that it
-// outlives `go run`, running recycle-volumes; the kubeconfig is its
-// identity.
+// daemon is this program, copied into the state directory (a rebuild of
+// bin/node while the cluster runs leaves the daemon's file alone), running
+// recycle-volumes; the kubeconfig is its identity.
 func (volumeRecycler) daemon(ac *actionContext) daemon {
 	kubeconfig := ac.kubeconfig("volume-recycler")
 	return daemon{name: "volume-recycler", path: ac.path("volume-recycler"), config: kubeconfig, grace: 5 * time.Second, args: []string{
