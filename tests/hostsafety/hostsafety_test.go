@@ -172,11 +172,11 @@ func removeForeign(t *testing.T, before []string, key, value string) {
 
 func machineState(t *testing.T, root string) []string {
 	t.Helper()
-	cmd := exec.Command("go", "run", "./hack/node", "state")
+	cmd := exec.Command(filepath.Join(root, "hack", "cluster.sh"), "state")
 	cmd.Dir = root
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
-	require.NoError(t, err, "hack/node state")
+	require.NoError(t, err, "hack/cluster.sh state")
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
