@@ -121,12 +121,13 @@ func startManager(t *testing.T) *env {
 // images) with the module namespace on the real node: the manager runs as
 // its Deployment's Pod there, from its image. It returns once that Pod is
 // Ready. At the end a passing test's module is uninstalled by that manager,
-// then the manifest is deleted.
-func startManagerInCluster(t *testing.T) (*env, []*unstructured.Unstructured) {
+// then the manifest is deleted. extraEnv (NAME=VALUE) is added to the
+// manager's environment.
+func startManagerInCluster(t *testing.T, extraEnv ...string) (*env, []*unstructured.Unstructured) {
 	t.Helper()
 	e := newEnv(t)
 	e.placeModule(framework.RealNode)
-	out, err := manifests.Build(filepath.Join(e.cluster.Root(), "config", "default"), "", e.cluster.LocalImageEnv()...)
+	out, err := manifests.Build(filepath.Join(e.cluster.Root(), "config", "default"), "", append(e.cluster.LocalImageEnv(), extraEnv...)...)
 	require.NoError(t, err)
 	objs, err := manifest.Decode(out)
 	require.NoError(t, err)
