@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -38,10 +37,7 @@ func (c coreDNS) Up(ctx context.Context, ac *actionContext) error {
     cache 30
 }
 `
-	if err := os.WriteFile(ac.path("Corefile"), []byte(corefile), 0o644); err != nil {
-		return err
-	}
-	if err := ac.start(c.daemon(ac)); err != nil {
+	if err := ac.startConfigured(c.daemon(ac), corefile); err != nil {
 		return err
 	}
 	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -44,10 +43,7 @@ conntrack:
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
 `
-	if err := os.WriteFile(ac.path("kube-proxy.yaml"), []byte(config), 0o644); err != nil {
-		return err
-	}
-	return ac.start(k.daemon(ac))
+	return ac.startConfigured(k.daemon(ac), config)
 }
 
 // Down stops it only: its chains go with the iptables action's down.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,17 @@ func (c config) proc(d daemon) process.Daemon {
 func (c config) start(d daemon) error { return c.daemons().Start(c.proc(d)) }
 
 func (c config) stop(d daemon) error { return c.daemons().Stop(c.proc(d)) }
+
+// startConfigured writes d's configuration file, its config, and starts d.
+func (c config) startConfigured(d daemon, content string) error {
+	if err := os.MkdirAll(filepath.Dir(d.config), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(d.config, []byte(content), 0o644); err != nil {
+		return err
+	}
+	return c.start(d)
+}
 
 // daemonPID is the recorded PID of component while that process is ours.
 func (c config) daemonPID(component string) (int, bool) { return c.daemons().PID(component) }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -35,13 +34,7 @@ storage:
 http:
   addr: ` + ac.registry() + `
 `
-	if err := os.MkdirAll(ac.dir(), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(ac.path("registry.yaml"), []byte(config), 0o644); err != nil {
-		return err
-	}
-	if err := ac.start(r.daemon(ac)); err != nil {
+	if err := ac.startConfigured(r.daemon(ac), config); err != nil {
 		return err
 	}
 	if err := ac.waitListening(ctx, "image-registry", "the image registry", ac.registry()); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -14,11 +13,9 @@ func (scheduler) Name() string { return "kube-scheduler" }
 
 func (scheduler) daemon(ac *actionContext) daemon {
 	kubeconfig := ac.kubeconfig("kube-scheduler")
-	return daemon{name: "kube-scheduler", path: filepath.Join(ac.assets, "kube-scheduler"), config: kubeconfig, grace: 5 * time.Second, args: []string{
-		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ac.schedulerPort), "--leader-elect=false",
-		"--kubeconfig=" + kubeconfig, // last: stop tells its process by it
-	}}
+	args := append(componentArgs(kubeconfig, ac.schedulerPort),
+		"--kubeconfig="+kubeconfig) // last: stop tells its process by it
+	return daemon{name: "kube-scheduler", path: filepath.Join(ac.assets, "kube-scheduler"), config: kubeconfig, grace: 5 * time.Second, args: args}
 }
 
 func (s scheduler) Up(_ context.Context, ac *actionContext) error { return ac.start(s.daemon(ac)) }
