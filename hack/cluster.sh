@@ -53,12 +53,14 @@ if [ $# -eq 0 ]; then
 fi
 
 # bin/node, built once and again only when its sources changed: go build
-# then leaves the file as it is. Two callers at once build one after the
-# other (bin/.node-build.lock), so neither runs a half-written binary.
+# then leaves the file as it is (no VCS stamp: another commit or an edit
+# elsewhere in the repository would link it again). Two callers at once
+# build one after the other (bin/.node-build.lock), so neither runs a
+# half-written binary.
 mkdir -p "$ROOT/bin"
 (
   flock 8
-  cd "$ROOT" && go build -o "$NODE" ./hack/node 8>&-
+  cd "$ROOT" && go build -buildvcs=false -o "$NODE" ./hack/node 8>&-
 ) 8>"$ROOT/bin/.node-build.lock"
 
 case $1 in
