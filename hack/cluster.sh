@@ -81,4 +81,5 @@ fi
 
 cmd=$1
 shift
+cd "$ROOT" # bin/node finds the repository (the node's images) from there
 exec "$NODE" "$cmd" "$@" -state "$ROOT/.cluster" -assets "$ROOT/bin/assets" -images "$ROOT/bin/image" -repo "$ROOT"
