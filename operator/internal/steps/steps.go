@@ -77,6 +77,10 @@ func (o Outcome) Within(d time.Duration) Outcome {
 	return o
 }
 
+// Ends reports whether o ends the run: for a step made of parts that each
+// return an outcome, which stops at the first part that ends it.
+func (o Outcome) Ends() bool { return o.flow != flowNext }
+
 // String names the outcome's flow for the log.
 func (o Outcome) String() string {
 	switch o.flow {
@@ -127,7 +131,7 @@ func Run[S any](ctx context.Context, s S, list []Step[S], observe Observer) (ctr
 		}
 		after = sooner(after, o.after)
 		requeue = requeue || o.flow == flowRequeue
-		if o.flow != flowNext {
+		if o.Ends() {
 			break
 		}
 	}

@@ -205,3 +205,23 @@ func TestSoonerKeepsTheEarliestRequeue(t *testing.T) {
 		})
 	}
 }
+
+func TestEndsIsTrueForEveryOutcomeButGoingOn(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Outcome
+		want bool
+	}{
+		{"next", Next(), false},
+		{"next within", Next().Within(time.Second), false},
+		{"stop", Stop(), true},
+		{"requeue", Requeue(), true},
+		{"requeue after", RequeueAfter(time.Second), true},
+		{"fail", Fail("Invalid"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.o.Ends())
+		})
+	}
+}

@@ -49,18 +49,10 @@ type pass struct {
 	deployment      *appsv1.Deployment // the Deployment kept
 	rolled          string             // DeploymentCreated/DeploymentUpdated when this pass changed the Pod template
 
-	stop          bool          // later steps are skipped
+	// What the steps decided for the status write at the end of the pass;
+	// where the pass goes and when it comes again are their outcomes.
 	keepStatus    bool          // the status is not written in this pass
 	buildReportIn time.Duration // a status whose only news is a running build waits this long (buildReportWait)
-	requeueAfter  time.Duration // timed requeue: the earliest any step asked for (requeueIn)
-}
-
-// requeueIn asks for a pass after d at the latest: steps that wait for
-// different things each get their pass.
-func (p *pass) requeueIn(d time.Duration) {
-	if d > 0 && (p.requeueAfter == 0 || d < p.requeueAfter) {
-		p.requeueAfter = d
-	}
 }
 
 func newPass(fn *v1alpha2.Function, cfg *config.Config, now metav1.Time) *pass {

@@ -33,6 +33,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // The controller's permissions: exactly what the steps below do (reads
@@ -182,25 +183,23 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 	return r
 }
 
-// step is one named part of a pass. A step that ends the pass sets p.stop.
-type step struct {
-	name string
-	run  func(ctx context.Context, p *pass) error
-}
+// step is one named part of a pass; its outcome says whether the pass goes
+// on and when it comes again (steps.Run runs, times and logs the list).
+type step = steps.Step[*pass]
 
 // buildSteps build an image per Function with a Job and run it.
 func (r *Reconciler) buildSteps() []step {
 	return []step{
-		{"validate", r.validate},
-		{"prerequisites", r.prerequisites},
-		{"observe", r.observe},
-		{"source", r.source},
-		{"build", r.build},
-		{"deployment", r.deployment},
-		{"service", r.service(func(p *pass) *corev1.Service { return resources.Service(p.in) })},
-		{"hpa", r.hpa},
-		{"running", r.running},
-		{"rollout", r.rollout},
+		{Name: "validate", Run: r.validate},
+		{Name: "prerequisites", Run: r.prerequisites},
+		{Name: "observe", Run: r.observe},
+		{Name: "source", Run: r.source},
+		{Name: "build", Run: r.build},
+		{Name: "deployment", Run: r.deployment},
+		{Name: "service", Run: r.service(func(p *pass) *corev1.Service { return resources.Service(p.in) })},
+		{Name: "hpa", Run: r.hpa},
+		{Name: "running", Run: r.running},
+		{Name: "rollout", Run: r.rollout},
 	}
 }
 
@@ -209,16 +208,16 @@ func (r *Reconciler) buildSteps() []step {
 // no effect there).
 func (r *Reconciler) buildlessSteps() []step {
 	return []step{
-		{"forget-build", forgetBuild},
-		{"validate", r.validate},
-		{"observe", r.observeRunning},
-		{"git", r.buildlessGit},
-		{"configured", configured},
-		{"deployment", r.buildlessDeployment},
-		{"leftovers", r.removeLeftovers},
-		{"service", r.service(func(p *pass) *corev1.Service { return resources.BuildlessService(p.fn) })},
-		{"running", r.running},
-		{"rollout", r.rollout},
+		{Name: "forget-build", Run: forgetBuild},
+		{Name: "validate", Run: r.validate},
+		{Name: "observe", Run: r.observeRunning},
+		{Name: "git", Run: r.buildlessGit},
+		{Name: "configured", Run: configured},
+		{Name: "deployment", Run: r.buildlessDeployment},
+		{Name: "leftovers", Run: r.removeLeftovers},
+		{Name: "service", Run: r.service(func(p *pass) *corev1.Service { return resources.BuildlessService(p.fn) })},
+		{Name: "running", Run: r.running},
+		{Name: "rollout", Run: r.rollout},
 	}
 }
 
@@ -239,16 +238,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	p := newPass(fn, &r.cfg, metav1.NewTime(r.now()))
-	var stepErr error
-	for _, s := range r.steps {
-		if err := s.run(ctx, p); err != nil {
-			stepErr = fmt.Errorf("step %s: %w", s.name, err)
-			break
-		}
-		if p.stop {
-			break
-		}
-	}
+	res, stepErr := steps.Run(ctx, p, r.steps, nil)
 	if apierrors.HasStatusCause(stepErr, corev1.NamespaceTerminatingCause) {
 		// The namespace is being deleted, and the Function with it: no
 		// status, no retry (each would be refused the same way).
@@ -256,16 +246,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	mirrorStatus(p)
-	if err := r.writeStatus(ctx, p); err != nil {
+	later, err := r.writeStatus(ctx, p)
+	if err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
 	}
 	if stepErr != nil {
 		return ctrl.Result{}, stepErr
 	}
-	if p.requeueAfter > 0 {
-		log.V(1).Info("requeue", "after", p.requeueAfter)
+	res = steps.Sooner(res, later)
+	if res.RequeueAfter > 0 {
+		log.V(1).Info("requeue", "after", res.RequeueAfter)
 	}
-	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+	return res, nil
 }
 
 // forget drops what the controller remembers about a Function that is gone.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
@@ -76,16 +77,17 @@ func (d *drains) forget(key types.NamespacedName) {
 	delete(d.since, key)
 }
 
-// drain keeps live's replicas in desired while they drain (holdReplicas).
-func (r *Reconciler) drain(ctx context.Context, p *pass, live, desired *appsv1.Deployment) error {
-	hold, err := r.holdReplicas(ctx, p, live, ptr.Deref(desired.Spec.Replicas, 1))
+// drain keeps live's replicas in desired while they drain (holdReplicas);
+// recheck is when the pass comes again to look (0: no drain).
+func (r *Reconciler) drain(ctx context.Context, p *pass, live, desired *appsv1.Deployment) (recheck time.Duration, err error) {
+	hold, recheck, err := r.holdReplicas(ctx, p, live, ptr.Deref(desired.Spec.Replicas, 1))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if hold {
 		desired.Spec.Replicas = ptr.To(ptr.Deref(live.Spec.Replicas, 1))
 	}
-	return nil
+	return recheck, nil
 }
 
 // drainPhase is where a drain stands.
@@ -112,44 +114,41 @@ func drainAt(since, now time.Time, settle, timeout time.Duration) (drainPhase, t
 
 // holdReplicas decides for a scale-to-zero Function whose spec.replicas
 // dropped to 0 while live still runs replicas whether they stay for now
-// (true: the drain goes on, a pass is requeued) or go. Every other case
-// forgets any drain of the Function.
-func (r *Reconciler) holdReplicas(ctx context.Context, p *pass, live *appsv1.Deployment, desiredReplicas int32) (bool, error) {
+// (true: the drain goes on, a pass comes again after recheck) or go.
+// Every other case forgets any drain of the Function.
+func (r *Reconciler) holdReplicas(ctx context.Context, p *pass, live *appsv1.Deployment, desiredReplicas int32) (hold bool, recheck time.Duration, err error) {
 	if !scaletozero.Enabled(p.fn) || desiredReplicas != 0 || live == nil || ptr.Deref(live.Spec.Replicas, 1) == 0 {
 		r.drains.forget(p.key)
-		return false, nil
+		return false, 0, nil
 	}
 	if svc := r.liveService(p, p.fn.Name); svc != nil && len(svc.Spec.Selector) > 0 {
 		// Not parked yet (the Service step parks it after this one, or no
 		// activator Pod is ready): requests still go to the replicas, so
 		// they stay, and the drain counts from the parking.
 		r.drains.forget(p.key)
-		p.requeueIn(r.settle)
-		return true, nil
+		return true, r.settle, nil
 	}
 	now := p.now.Time
 	phase, next := drainAt(r.drains.start(p.key, now), now, r.settle, scaletozero.FunctionTimeout(p.fn))
 	log := logr.FromContextOrDiscard(ctx)
 	switch phase {
 	case drainSettling:
-		p.requeueIn(next)
-		return true, nil
+		return true, next, nil
 	case drainOver:
 		log.Info("drain ended by the Function's timeout: scaling to zero", "deployment", live.Name)
 		r.drains.forget(p.key)
-		return false, nil
+		return false, 0, nil
 	}
 	round, err := r.scrapeReplicas(ctx, p.fn)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if len(round) == 0 || scaletozero.Drained(round) {
 		log.Info("replicas drained: scaling to zero", "deployment", live.Name, "replicas", len(round))
 		r.drains.forget(p.key)
-		return false, nil
+		return false, 0, nil
 	}
-	p.requeueIn(next)
-	return true, nil
+	return true, next, nil
 }
 
 // scrapeReplicas scrapes the Function's ready Pods, read from the API
@@ -214,10 +213,10 @@ func restRequested(p *pass) bool {
 //     requests only to the ready endpoints, the activator's;
 //   - served (a ready replica) the slice is emptied once the Service's own
 //     slice shows a ready Pod (a later pass: the slice's change requeues it).
-func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service) error {
+func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service) (steps.Outcome, error) {
 	family, eps, err := r.activatorEndpoints(ctx)
 	if err != nil {
-		return err
+		return steps.Outcome{}, err
 	}
 	live := r.ourSlice(p)
 	svc := r.liveService(p, desired.Name)
@@ -227,19 +226,19 @@ func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service
 			// never names a Service of that name that is not the
 			// Function's (keepService refuses to take one over).
 			desired.Spec.Selector = nil
-			if err := r.keepService(ctx, p, desired); err != nil || p.stop {
-				return err
+			if out, err := r.keepService(ctx, p, desired); err != nil || out.Ends() {
+				return out, err
 			}
 			return r.keepSlice(ctx, p, live, family, eps)
 		}
-		if err := r.keepSlice(ctx, p, live, family, eps); err != nil || p.stop {
-			return err
+		if out, err := r.keepSlice(ctx, p, live, family, eps); err != nil || out.Ends() {
+			return out, err
 		}
 		desired.Spec.Selector = nil
-		if err := r.keepService(ctx, p, desired); err != nil || p.stop {
-			return err
+		if out, err := r.keepService(ctx, p, desired); err != nil || out.Ends() {
+			return out, err
 		}
-		return r.dropServiceSlices(ctx, p, desired.Name)
+		return steps.Next(), r.dropServiceSlices(ctx, p, desired.Name)
 	}
 	if parked(p) {
 		keep := eps
@@ -253,19 +252,19 @@ func (r *Reconciler) route(ctx context.Context, p *pass, desired *corev1.Service
 			keep = sliceEndpoints(live)
 		}
 		if svc == nil {
-			if err := r.keepService(ctx, p, desired); err != nil || p.stop {
-				return err
+			if out, err := r.keepService(ctx, p, desired); err != nil || out.Ends() {
+				return out, err
 			}
 			return r.keepSlice(ctx, p, live, family, keep)
 		}
-		if err := r.keepSlice(ctx, p, live, family, keep); err != nil || p.stop {
-			return err
+		if out, err := r.keepSlice(ctx, p, live, family, keep); err != nil || out.Ends() {
+			return out, err
 		}
 		return r.keepService(ctx, p, desired)
 	}
 	hadSelector := svc != nil && len(svc.Spec.Selector) > 0
-	if err := r.keepService(ctx, p, desired); err != nil || p.stop {
-		return err
+	if out, err := r.keepService(ctx, p, desired); err != nil || out.Ends() {
+		return out, err
 	}
 	keep := sliceEndpoints(live)
 	if hadSelector && resources.ServiceHasReadyEndpoint(desired.Name, p.endpointSlices) {
@@ -305,9 +304,9 @@ func sliceEndpoints(s *discoveryv1.EndpointSlice) []discoveryv1.Endpoint {
 // keepSlice makes the Function's slice list eps, on the port it has, or on
 // the lowest free one for a new slice. Our other slices of the Function
 // (another name) are deleted.
-func (r *Reconciler) keepSlice(ctx context.Context, p *pass, live *discoveryv1.EndpointSlice, family discoveryv1.AddressType, eps []discoveryv1.Endpoint) error {
+func (r *Reconciler) keepSlice(ctx context.Context, p *pass, live *discoveryv1.EndpointSlice, family discoveryv1.AddressType, eps []discoveryv1.Endpoint) (steps.Outcome, error) {
 	if err := r.dropSlices(ctx, p, live); err != nil {
-		return err
+		return steps.Outcome{}, err
 	}
 	if live != nil {
 		port, ok := resources.ActivatorSlicePort(live)
@@ -315,16 +314,16 @@ func (r *Reconciler) keepSlice(ctx context.Context, p *pass, live *discoveryv1.E
 			desired := resources.ActivatorSlice(p.fn, port, live.AddressType, eps)
 			updated, changed := resources.UpdateActivatorSlice(live, desired)
 			if !changed {
-				return nil
+				return steps.Next(), nil
 			}
 			if err := r.update(ctx, updated); err != nil {
-				return fmt.Errorf("updating EndpointSlice %s: %w", live.Name, err)
+				return steps.Outcome{}, fmt.Errorf("updating EndpointSlice %s: %w", live.Name, err)
 			}
-			return nil
+			return steps.Next(), nil
 		}
 		// Another address family, or a port out of the range: a new slice.
 		if err := r.remove(ctx, live); err != nil {
-			return err
+			return steps.Outcome{}, err
 		}
 	}
 	return r.createSlice(ctx, p, family, eps)
@@ -333,32 +332,30 @@ func (r *Reconciler) keepSlice(ctx context.Context, p *pass, live *discoveryv1.E
 // createSlice creates the Function's slice on the lowest free port. One
 // allocation at a time: each reads back (from the cache) the slice it
 // created before the next allocates.
-func (r *Reconciler) createSlice(ctx context.Context, p *pass, family discoveryv1.AddressType, eps []discoveryv1.Endpoint) error {
+func (r *Reconciler) createSlice(ctx context.Context, p *pass, family discoveryv1.AddressType, eps []discoveryv1.Endpoint) (steps.Outcome, error) {
 	r.ports.Lock()
 	defer r.ports.Unlock()
 	var made discoveryv1.EndpointSliceList
 	if err := r.client.List(ctx, &made, client.MatchingLabels{discoveryv1.LabelManagedBy: module.ActivatorSliceManagedBy}); err != nil {
-		return fmt.Errorf("listing the activator EndpointSlices: %w", err)
+		return steps.Outcome{}, fmt.Errorf("listing the activator EndpointSlices: %w", err)
 	}
 	port, ok := resources.FreeActivatorPort(made.Items)
 	if !ok {
 		setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed,
 			fmt.Sprintf("no activator port is free for EndpointSlice %s: all of %d-%d are taken", resources.ActivatorSliceName(p.fn),
 				module.ActivatorPortFirst, module.ActivatorPortLast), p.now)
-		p.stop = true
-		p.requeueIn(r.cfg.GitFetchRequeueDuration)
-		return nil
+		return steps.Fail(v1alpha2.ReasonServiceFailed).Within(r.cfg.GitFetchRequeueDuration), nil
 	}
 	slice := resources.ActivatorSlice(p.fn, port, family, eps)
 	err := r.create(ctx, slice)
 	if apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating EndpointSlice %s: one of that name is not in the cache yet: %w", slice.Name, err)
+		return steps.Outcome{}, fmt.Errorf("creating EndpointSlice %s: one of that name is not in the cache yet: %w", slice.Name, err)
 	}
 	if err != nil {
-		return fmt.Errorf("creating EndpointSlice %s: %w", slice.Name, err)
+		return steps.Outcome{}, fmt.Errorf("creating EndpointSlice %s: %w", slice.Name, err)
 	}
 	p.endpointSlices = append(p.endpointSlices, *slice)
-	return nil
+	return steps.Next(), nil
 }
 
 // dropServiceSlices deletes what the cluster keeps of a parked Service's

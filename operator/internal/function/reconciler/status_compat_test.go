@@ -152,7 +152,8 @@ func TestNewRuntimeBaseRebuildsNothingUntilTheFunctionChanges(t *testing.T) {
 			fn := newFunction("hello")
 			f := newFixture(t, append(prerequisites(testNS), fn)...)
 			p := newPass(fn, &f.r.cfg, metav1.NewTime(f.now))
-			require.NoError(t, f.r.prerequisites(ctx, p))
+			_, err := f.r.prerequisites(ctx, p)
+			require.NoError(t, err)
 			oldBase := p.in.BaseImage
 			dep := resources.Deployment(p.in)
 			dep.Name = "hello-old12"

@@ -20,6 +20,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/cleanup"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
@@ -38,14 +39,14 @@ const AnnotationGeneration = "serverless.kyma-project.io/function-generation"
 // that is the status's only news is reported once it is older than
 // progressReportDelay, or not at all when it finishes before (a quick build
 // costs no "started" status write).
-func (r *Reconciler) build(ctx context.Context, p *pass) error {
+func (r *Reconciler) build(ctx context.Context, p *pass) (steps.Outcome, error) {
 	keepBuiltBase(p)
 	current, stale := splitJobs(p.jobs, p.pushImage)
 	// Unfinished builds of an older input push images nobody uses and hold slots.
 	for _, j := range stale {
 		if !jobDone(j) {
 			if err := r.remove(ctx, j); err != nil {
-				return err
+				return steps.Outcome{}, err
 			}
 		}
 	}
@@ -62,7 +63,7 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 			msg = fmt.Sprintf("Job %s finished", current.Name)
 		}
 		r.built(p, resources.DigestOf(known), msg)
-		return nil
+		return steps.Next(), nil
 	}
 
 	if current != nil {
@@ -73,38 +74,37 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 				// The Job's end reached the cache before its Pod's: the Pod's
 				// update brings the digest, and the status with it.
 				p.keepStatus = true
-				return nil
+				return steps.Next(), nil
 			}
 			p.finishedJob = current
 			r.built(p, out.Digest, fmt.Sprintf("Job %s finished", current.Name))
-			return nil
+			return steps.Next(), nil
 		case jobCondition(current, batchv1.JobFailed) != nil:
-			retry, err := r.failed(ctx, p, current)
-			if err != nil || !retry {
-				return err
+			wait, err := r.failed(ctx, p, current)
+			if err != nil || wait > 0 {
+				return steps.Next().Within(wait), err
 			}
 		default:
 			r.slots.Leave(p.key)
-			r.buildRunning(ctx, p, current)
-			return nil
+			return steps.Next().Within(r.buildRunning(ctx, p, current)), nil
 		}
 	}
 
 	if r.ownImageMissing(p, v1alpha2.ConditionBuildReady) {
-		return nil
+		return steps.Next(), nil // the Deployment of an earlier build stays
 	}
 	if err := r.packageConfig(ctx, p); err != nil {
-		return err
+		return steps.Outcome{}, err
 	}
 	if wait, err := r.registryNotReady(ctx, p); err != nil || wait {
-		return err
+		return steps.Next().Within(registryRecheck), err
 	}
 	if !p.in.Registry.Internal && r.cfg.RegistryCleanupExternal {
 		// The opt-in clean-up of an external registry touches only the
 		// repositories recorded as the module's: this one before it is pushed to.
 		record := cleanup.Repositories{Client: r.client, Namespace: r.cfg.BaseNamespace}
 		if err := record.Remember(ctx, p.in.Registry.PushAddress, resources.Repository(p.fn)); err != nil {
-			return err
+			return steps.Outcome{}, err
 		}
 	}
 	job := resources.BuildJob(p.in, p.sourceConfigMap)
@@ -114,7 +114,7 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 	job.Annotations[AnnotationGeneration] = strconv.FormatInt(p.fn.Generation, 10)
 	started, running, err := r.slots.Start(ctx, p.key, func() (*batchv1.Job, error) { return job, r.create(ctx, job) })
 	if err != nil {
-		return fmt.Errorf("creating the build Job: %w", err)
+		return steps.Outcome{}, fmt.Errorf("creating the build Job: %w", err)
 	}
 	if !started {
 		ahead, paused := r.slots.Queue(p.key)
@@ -126,15 +126,14 @@ func (r *Reconciler) build(ctx context.Context, p *pass) error {
 		// A build's end wakes only the head of the queue (WakeHandler);
 		// the others look again now and then, so their place stays near
 		// the truth at one status write per change at most.
-		p.requeueIn(queueRecheck)
-		return nil
+		return steps.Next().Within(queueRecheck), nil
 	}
 	r.metrics.BuildStarted()
 	p.status.RuntimeImage = resources.RuntimeImage(p.in)
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated,
 		fmt.Sprintf("Job %s created", job.Name), p.now)
 	p.buildReportIn = buildReportWait(p, p.now.Time)
-	return nil
+	return steps.Next(), nil
 }
 
 // queueRecheck is how often a Function queued for a build slot looks at
@@ -152,9 +151,10 @@ const queueRecheck = time.Minute
 // the scheduler's message, from the cache of build Pods; its Pod refused,
 // with the API server's answer), else that it runs. The running Job is
 // reported once (JobRunning, after progressReportDelay); a cause at once,
-// and again only when it changes.
-func (r *Reconciler) buildRunning(ctx context.Context, p *pass, job *batchv1.Job) {
-	refusal, err := r.podRefusal(ctx, p, job)
+// and again only when it changes. It returns when to look again (0: on the
+// Job's or its Pod's next change).
+func (r *Reconciler) buildRunning(ctx context.Context, p *pass, job *batchv1.Job) time.Duration {
+	refusal, recheck, err := r.podRefusal(ctx, p, job)
 	if err != nil {
 		// Only the cause is lost; the next look reads again.
 		logr.FromContextOrDiscard(ctx).Info("reading the events of a build Job without a Pod failed", "job", job.Name, "error", err.Error())
@@ -162,7 +162,7 @@ func (r *Reconciler) buildRunning(ctx context.Context, p *pass, job *batchv1.Job
 	if found := buildCause(job, p.buildPods, refusal); found != nil {
 		p.status.RuntimeImage = resources.RuntimeImage(p.in)
 		setCondition(&p.status, v1alpha2.ConditionBuildReady, found.status, found.reason, found.message, p.now)
-		return
+		return recheck
 	}
 	c := condition(&p.status, v1alpha2.ConditionBuildReady)
 	if c == nil || c.Status != corev1.ConditionUnknown || c.Reason == v1alpha2.ReasonJobPodUnschedulable || !strings.Contains(c.Message, job.Name) {
@@ -171,29 +171,30 @@ func (r *Reconciler) buildRunning(ctx context.Context, p *pass, job *batchv1.Job
 			fmt.Sprintf("Job %s is still in progress", job.Name), p.now)
 		p.buildReportIn = buildReportWait(p, job.CreationTimestamp.Time)
 	}
+	return recheck
 }
 
 // podRefusal returns the newest FailedCreate event of a build Job that
 // has had no Pod for lookAfter: the Job controller creates a Pod within
 // moments, so a Job without one was most likely refused (a ResourceQuota,
 // a LimitRange). Only such a Job is read, and again at growing intervals
-// while it stays so; a Job with a Pod costs no request.
-func (r *Reconciler) podRefusal(ctx context.Context, p *pass, job *batchv1.Job) (*corev1.Event, error) {
+// while it stays so; a Job with a Pod costs no request. recheck is when to
+// look again (0: no need).
+func (r *Reconciler) podRefusal(ctx context.Context, p *pass, job *batchv1.Job) (_ *corev1.Event, recheck time.Duration, _ error) {
 	if r.api == nil || job.Status.Active > 0 || len(jobPods(job, p.buildPods)) > 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	waited := p.now.Sub(job.CreationTimestamp.Time)
 	if waited < lookAfter {
-		p.requeueIn(lookAfter - waited)
-		return nil, nil
+		return nil, lookAfter - waited, nil
 	}
-	p.requeueIn(min(max(waited/2, minPollInterval), maxPollInterval))
+	recheck = min(max(waited/2, minPollInterval), maxPollInterval)
 	var events corev1.EventList
 	if err := r.api.List(ctx, &events, client.InNamespace(job.Namespace),
 		client.MatchingFields{"involvedObject.uid": string(job.UID), "reason": failedCreate}); err != nil {
-		return nil, fmt.Errorf("listing the events of Job %s: %w", job.Name, err)
+		return nil, recheck, fmt.Errorf("listing the events of Job %s: %w", job.Name, err)
 	}
-	return newestRefusal(events.Items), nil
+	return newestRefusal(events.Items), recheck, nil
 }
 
 // registryRecheck bounds a build's wait for the internal registry when no
@@ -206,9 +207,9 @@ const registryRecheck = 10 * time.Second
 // by a mode switch or a reinstall, its Pod not ready yet): such a build
 // cannot push, fails, and costs the Function a backoff. BuildReady says
 // what the build waits for; a change of the registry's EndpointSlices
-// requeues the Function, and registryRecheck at the latest. A Job already
-// running is left to end as it does. External registries are never waited
-// for.
+// requeues the Function, and registryRecheck at the latest (the build
+// step's requeue). A Job already running is left to end as it does.
+// External registries are never waited for.
 func (r *Reconciler) registryNotReady(ctx context.Context, p *pass) (bool, error) {
 	if !p.in.Registry.Internal {
 		return false, nil
@@ -225,7 +226,6 @@ func (r *Reconciler) registryNotReady(ctx context.Context, p *pass) (bool, error
 		return false, nil
 	}
 	r.slots.Leave(p.key)
-	p.requeueIn(registryRecheck)
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting,
 		fmt.Sprintf("waiting for the internal registry %s/%s to have a ready endpoint", r.cfg.BaseNamespace, module.RegistryServiceName), p.now)
 	return true, nil
@@ -317,25 +317,21 @@ func (r *Reconciler) built(p *pass, digest, message string) {
 
 // failed reports a failed build (any Job failure reason; 1.8.4 saw only
 // BackoffLimitExceeded) and
-// decides whether to retry now: after the backoff, or at once when the
-// Function changed since the Job was created. A retry deletes the Job.
-func (r *Reconciler) failed(ctx context.Context, p *pass, job *batchv1.Job) (bool, error) {
+// decides whether to retry now: after the backoff (wait, > 0, until then),
+// or at once when the Function changed since the Job was created (wait 0).
+// A retry deletes the Job.
+func (r *Reconciler) failed(ctx context.Context, p *pass, job *batchv1.Job) (wait time.Duration, err error) {
 	c := jobCondition(job, batchv1.JobFailed)
 	msg := fmt.Sprintf("Job %s failed, it will be re-run: %s", job.Name, jobFailure(c))
 	if out, _ := buildOutcome(p.buildPods, job); out.FailedStep != "" {
 		msg += fmt.Sprintf("; step %s: %s", out.FailedStep, out.Failure)
 	}
 	setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed, msg, p.now)
-	wait := retryIn(job, c, p.fn, r.retries.delay(p.key, r.cfg.GitFetchRequeueDuration), p.now.Time)
-	if wait > 0 {
-		p.requeueIn(wait)
-		return false, nil
+	if wait = retryIn(job, c, p.fn, r.retries.delay(p.key, r.cfg.GitFetchRequeueDuration), p.now.Time); wait > 0 {
+		return wait, nil
 	}
 	r.retries.retried(p.key)
-	if err := r.remove(ctx, job); err != nil {
-		return false, err
-	}
-	return true, nil
+	return 0, r.remove(ctx, job)
 }
 
 // retryIn is how long a failed build waits before its retry: 0 when the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // buildlessDeployment keeps exactly one Deployment, release 1.13's for the
@@ -22,7 +23,7 @@ import (
 // labels (1.13 deletes them all and starts a new one, with downtime), the
 // one already running the desired template is kept, else the oldest (it
 // served longest); the others are deleted.
-func (r *Reconciler) buildlessDeployment(ctx context.Context, p *pass) error {
+func (r *Reconciler) buildlessDeployment(ctx context.Context, p *pass) (steps.Outcome, error) {
 	in := resources.BuildlessInputs{Function: p.fn, Config: &r.cfg, Commit: p.status.Commit, GitAuth: p.gitKeys}
 	keep, desired, why := pickBuildless(p.deployments, in)
 	log := logr.FromContextOrDiscard(ctx)
@@ -32,7 +33,7 @@ func (r *Reconciler) buildlessDeployment(ctx context.Context, p *pass) error {
 		}
 		log.Info("deleting a duplicate Deployment of the Function", "deleted", p.deployments[i].Name, "kept", keep.Name, "why", why)
 		if err := r.remove(ctx, &p.deployments[i]); err != nil {
-			return err
+			return steps.Outcome{}, err
 		}
 	}
 	if keep == nil {
@@ -41,16 +42,18 @@ func (r *Reconciler) buildlessDeployment(ctx context.Context, p *pass) error {
 		}
 		p.deployment, p.rolled = desired, v1alpha2.ReasonDeploymentCreated
 		buildlessPodStatus(p, desired)
-		return nil
+		return steps.Next(), nil
 	}
 	p.deployment = keep
-	if err := r.drain(ctx, p, keep, desired); err != nil {
-		return err
+	recheck, err := r.drain(ctx, p, keep, desired)
+	if err != nil {
+		return steps.Outcome{}, err
 	}
 	updated, change := resources.UpdateBuildlessDeployment(keep, desired)
 	if change.Any() {
 		if err := r.update(ctx, updated); err != nil {
-			return r.deploymentFailed(p, "update", err)
+			out, err := r.deploymentFailed(p, "update", err)
+			return out.Within(recheck), err
 		}
 		if change.Template {
 			log.Info("Deployment updated: the Pods roll", "deployment", keep.Name, "field", change.Field)
@@ -59,7 +62,7 @@ func (r *Reconciler) buildlessDeployment(ctx context.Context, p *pass) error {
 		p.deployment = updated
 	}
 	buildlessPodStatus(p, p.deployment)
-	return nil
+	return steps.Next().Within(recheck), nil
 }
 
 // pickBuildless returns the Deployment to keep (nil for none), the desired

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // forgetBuild drops what only build mode records in the status, as release
@@ -13,7 +14,7 @@ import (
 // (whose image the registry clean-up may delete meanwhile: a switch back to
 // build mode then builds again instead of running a deleted image) and the
 // build profile.
-func forgetBuild(_ context.Context, p *pass) error {
+func forgetBuild(_ context.Context, p *pass) (steps.Outcome, error) {
 	st := &p.status
 	st.BuiltImage, st.BuildResourceProfile = "", ""
 	conditions := st.Conditions[:0:0]
@@ -23,16 +24,16 @@ func forgetBuild(_ context.Context, p *pass) error {
 		}
 	}
 	st.Conditions = conditions
-	return nil
+	return steps.Next(), nil
 }
 
 // buildlessGit resolves a Git Function's reference to a commit as in build
 // mode (checkGit); the Pod's init container clones that commit. Inline
 // Functions show no Git state.
-func (r *Reconciler) buildlessGit(ctx context.Context, p *pass) error {
+func (r *Reconciler) buildlessGit(ctx context.Context, p *pass) (steps.Outcome, error) {
 	if p.fn.Spec.Source.Inline != nil {
 		p.status.Commit, p.status.Repository = "", v1alpha2.Repository{}
-		return nil
+		return steps.Next(), nil
 	}
 	if p.fn.Spec.Source.GitRepository == nil {
 		return r.noSource(p)
@@ -42,8 +43,8 @@ func (r *Reconciler) buildlessGit(ctx context.Context, p *pass) error {
 
 // configured is release 1.13's ConfigurationReady True once the Function is
 // valid and its sources resolved.
-func configured(_ context.Context, p *pass) error {
+func configured(_ context.Context, p *pass) (steps.Outcome, error) {
 	setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonFunctionSpecValidated,
 		"Function configured", p.now)
-	return nil
+	return steps.Next(), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // deployment keeps exactly one Deployment. Before the first build finished
@@ -22,38 +23,36 @@ import (
 // waits for the build. A scale-to-zero Function's drop to 0 replicas waits
 // for the drain (holdReplicas). Extra Deployments
 // are deleted, keeping the one with the expected image (else the oldest).
-func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
+func (r *Reconciler) deployment(ctx context.Context, p *pass) (steps.Outcome, error) {
 	keep := pickDeployment(p.deployments, p.pullImage)
 	for i := range p.deployments {
 		if &p.deployments[i] != keep {
 			if err := r.remove(ctx, &p.deployments[i]); err != nil {
-				return err
+				return steps.Outcome{}, err
 			}
 		}
 	}
 	if keep == nil && !p.built {
-		p.stop = true
-		return nil
+		return steps.Stop(), nil
 	}
 	desired := resources.Deployment(p.in)
 	if !p.built && liveRuntime(keep) != string(p.fn.Spec.Runtime) {
 		// A runtime change: the old image cannot run with the new runtime's
 		// settings; the Deployment waits for the build.
 		p.deployment = keep
-		return nil
+		return steps.Next(), nil
 	}
 	if !p.built {
 		c := keep.Spec.Template.Spec.Containers
 		if len(c) == 0 {
-			p.stop = true // not a Deployment this controller made; wait for the build
-			return nil
+			return steps.Stop(), nil // not a Deployment this controller made; wait for the build
 		}
 		if !resources.BuiltForFunction(c[0].Image, p.in) {
 			// Not a build of this Function (buildless mode's runtime image,
 			// another registry): its Pods' settings belong to that image, so
 			// the Deployment waits for the build and then rolls once.
 			p.deployment = keep
-			return nil
+			return steps.Next(), nil
 		}
 		desired.Spec.Template.Spec.Containers[0].Image = c[0].Image
 	}
@@ -63,28 +62,30 @@ func (r *Reconciler) deployment(ctx context.Context, p *pass) error {
 		}
 		p.deployment, p.rolled = desired, v1alpha2.ReasonDeploymentCreated
 		podStatus(p)
-		return nil
+		return steps.Next(), nil
 	}
 	p.deployment = keep
-	if err := r.drain(ctx, p, keep, desired); err != nil {
-		return err
+	recheck, err := r.drain(ctx, p, keep, desired)
+	if err != nil {
+		return steps.Outcome{}, err
 	}
 	updated, changed := resources.UpdateDeployment(keep, desired)
 	if !changed {
 		podStatus(p)
-		return nil
+		return steps.Next().Within(recheck), nil
 	}
 	// A replicas-only change (kubectl scale, HPA) is no rollout.
 	rolled := !equality.Semantic.DeepEqual(keep.Spec.Template, updated.Spec.Template)
 	if err := r.update(ctx, updated); err != nil {
-		return r.deploymentFailed(p, "update", err)
+		out, err := r.deploymentFailed(p, "update", err)
+		return out.Within(recheck), err
 	}
 	if rolled {
 		p.rolled = v1alpha2.ReasonDeploymentUpdated
 	}
 	p.deployment = updated
 	podStatus(p)
-	return nil
+	return steps.Next().Within(recheck), nil
 }
 
 // podStatus records what the Deployment now gives the Function's Pods, in
@@ -102,14 +103,13 @@ func podStatus(p *pass) {
 // deploymentFailed turns a rejected Deployment into Running False
 // DeploymentFailed (no retry: the Function must change); other errors are
 // returned for a retry with backoff.
-func (r *Reconciler) deploymentFailed(p *pass, verb string, err error) error {
+func (r *Reconciler) deploymentFailed(p *pass, verb string, err error) (steps.Outcome, error) {
 	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
-		return fmt.Errorf("%s the Deployment: %w", verb, err)
+		return steps.Outcome{}, fmt.Errorf("%s the Deployment: %w", verb, err)
 	}
 	setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonDeploymentFailed,
 		fmt.Sprintf("the Deployment could not be %sd: %v", verb, err), p.now)
-	p.stop = true
-	return nil
+	return steps.Fail(v1alpha2.ReasonDeploymentFailed), nil
 }
 
 // pickDeployment returns the Deployment to keep: the oldest running image,

@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // GitResolver resolves a Git Function's reference to a commit
@@ -55,18 +56,17 @@ func buildlessAuth(authType string, secret *corev1.Secret) (*git.Auth, *git.Secr
 // the image tag and the build Job derived from the status values it records
 // (docs/contributor/upstream-contract.md#image-tag), so a new commit or an
 // edited reference/baseDir builds once, in this very pass.
-func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
+func (r *Reconciler) gitSource(ctx context.Context, p *pass) (steps.Outcome, error) {
 	if p.fn.Spec.Source.GitRepository == nil {
 		return r.noSource(p)
 	}
 	if r.ownImageMissing(p, v1alpha2.ConditionConfigurationReady) {
-		p.stop = true
-		return nil
+		return steps.Fail(v1alpha2.ReasonPrerequisitesMissing), nil
 	}
 	// A Function switched from inline to Git keeps no source ConfigMap.
 	for i := range p.configMaps {
 		if err := r.remove(ctx, &p.configMaps[i]); err != nil {
-			return err
+			return steps.Outcome{}, err
 		}
 	}
 	return r.checkGit(ctx, p, func() {
@@ -78,11 +78,10 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) error {
 	})
 }
 
-func (r *Reconciler) noSource(p *pass) error {
+func (r *Reconciler) noSource(p *pass) (steps.Outcome, error) {
 	setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonInvalidFunctionSpec,
 		"spec.source has neither inline nor gitRepository", p.now)
-	p.stop = true
-	return nil
+	return steps.Fail(v1alpha2.ReasonInvalidFunctionSpec), nil
 }
 
 // checkGit resolves spec.source.gitRepository.reference to a commit when a
@@ -97,7 +96,7 @@ func (r *Reconciler) noSource(p *pass) error {
 // spec changes. A failure sets ConfigurationReady False SourceUpdateFailed
 // naming the cause and ends the pass, retried after GitFetchRequeueDuration
 // doubled per failure (cap 5 min); the running Deployment stays.
-func (r *Reconciler) checkGit(ctx context.Context, p *pass, changed func()) error {
+func (r *Reconciler) checkGit(ctx context.Context, p *pass, changed func()) (steps.Outcome, error) {
 	repo := p.fn.Spec.Source.GitRepository
 	spec := gitSpecOf(repo)
 	due, wait := r.gitDue(p, spec)
@@ -105,14 +104,11 @@ func (r *Reconciler) checkGit(ctx context.Context, p *pass, changed func()) erro
 		last, _ := r.git.checks.get(p.key)
 		if last.failures > 0 {
 			// Still failing: keep the condition, wait for the backoff.
-			p.stop = true
-			p.requeueIn(wait)
-			return nil
+			return steps.Fail(v1alpha2.ReasonSourceUpdateFailed).Within(wait), nil
 		}
-		p.requeueIn(wait)
 		// The last check's result; it may not be in the status yet (a pass
 		// that did not write it).
-		return r.recordGit(p, git.Resolution{Commit: last.commit, Kind: last.kind}, last.keys, changed)
+		return steps.Next().Within(wait), r.recordGit(p, git.Resolution{Commit: last.commit, Kind: last.kind}, last.keys, changed)
 	}
 
 	res, keys, err := r.resolveGit(ctx, p, repo)
@@ -120,15 +116,14 @@ func (r *Reconciler) checkGit(ctx context.Context, p *pass, changed func()) erro
 		n := r.git.checks.failed(p.key, spec, p.now.Time)
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonSourceUpdateFailed,
 			gitFailure(p.fn, err), p.now)
-		p.stop = true
-		p.requeueIn(gitBackoff(r.cfg.GitFetchRequeueDuration, n))
-		return nil
+		return steps.Fail(v1alpha2.ReasonSourceUpdateFailed).Within(gitBackoff(r.cfg.GitFetchRequeueDuration, n)), nil
 	}
 	r.git.checks.succeeded(p.key, spec, p.now.Time, res, keys)
+	out := steps.Next()
 	if res.Kind == git.KindBranch {
-		p.requeueIn(r.branchInterval(p.fn))
+		out = out.Within(r.branchInterval(p.fn))
 	}
-	return r.recordGit(p, res, keys, changed)
+	return out, r.recordGit(p, res, keys, changed)
 }
 
 // recordGit puts a check's result into the status; changed runs when

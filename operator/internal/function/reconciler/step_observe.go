@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // observe lists the Function's children from the cache by the three internal
@@ -21,9 +22,9 @@ import (
 // docs/contributor/upstream-contract.md#identity-labels). Objects already being
 // deleted are left out. Lists are sorted oldest first, so "the first" is stable
 // between passes.
-func (r *Reconciler) observe(ctx context.Context, p *pass) error {
-	if err := r.observeRunning(ctx, p); err != nil {
-		return err
+func (r *Reconciler) observe(ctx context.Context, p *pass) (steps.Outcome, error) {
+	if _, err := r.observeRunning(ctx, p); err != nil {
+		return steps.Outcome{}, err
 	}
 	var (
 		cms  corev1.ConfigMapList
@@ -32,31 +33,31 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 		pods corev1.PodList
 	)
 	if err := r.list(ctx, p, &cms, &jobs, &hpas, &pods); err != nil {
-		return err
+		return steps.Outcome{}, err
 	}
 	p.configMaps = live(cms.Items)
 	p.jobs = live(jobs.Items)
 	p.hpas = live(hpas.Items)
 	p.buildPods = pods.Items
-	return nil
+	return steps.Next(), nil
 }
 
 // observeRunning lists what runs the Function: its Deployments and
 // Services, and the EndpointSlices of scale to zero (in buildless mode the
 // cache holds no other kind).
-func (r *Reconciler) observeRunning(ctx context.Context, p *pass) error {
+func (r *Reconciler) observeRunning(ctx context.Context, p *pass) (steps.Outcome, error) {
 	var (
 		deps appsv1.DeploymentList
 		svcs corev1.ServiceList
 		eps  discoveryv1.EndpointSliceList
 	)
 	if err := r.list(ctx, p, &deps, &svcs, &eps); err != nil {
-		return err
+		return steps.Outcome{}, err
 	}
 	p.deployments = live(deps.Items)
 	p.services = live(svcs.Items)
 	p.endpointSlices = live(eps.Items)
-	return nil
+	return steps.Next(), nil
 }
 
 func (r *Reconciler) list(ctx context.Context, p *pass, lists ...client.ObjectList) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/build"
 )
 
@@ -25,7 +26,7 @@ const prerequisitesGrace = 10 * time.Second
 // naming it, and the pass ends (1.8.4 backed off without a word); the
 // copy appearing triggers the next pass (the reconciler
 // watches the copies).
-func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
+func (r *Reconciler) prerequisites(ctx context.Context, p *pass) (steps.Outcome, error) {
 	ns := p.fn.Namespace
 	// The copies controller creates the copies when a namespace gets its
 	// first Function, and adopts 1.8.4's copies after a takeover, within
@@ -38,28 +39,26 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	// Where the copies controller makes copies, a copy the cache lacks
 	// within the grace is one not made yet: no API read (see getCopy).
 	askAPI := graceLeft <= 0 || excluded || ns == r.cfg.BaseNamespace
-	missing := func(format string, args ...any) error {
-		p.stop = true
+	missing := func(format string, args ...any) (steps.Outcome, error) {
 		if excluded {
 			// 1.8.4 failed here forever without a word.
 			setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
 				fmt.Sprintf("namespace %s is excluded (APP_KUBERNETES_EXCLUDED_NAMESPACES): the controller copies no registry Secret, Dockerfiles or ServiceAccount into it", ns), p.now)
-			return nil
+			return steps.Fail(v1alpha2.ReasonPrerequisitesMissing), nil
 		}
 		if graceLeft > 0 {
 			p.keepStatus = true
-			p.requeueIn(graceLeft)
-			return nil
+			return steps.RequeueAfter(graceLeft), nil
 		}
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonPrerequisitesMissing,
 			fmt.Sprintf(format, args...), p.now)
-		return nil
+		return steps.Fail(v1alpha2.ReasonPrerequisitesMissing), nil
 	}
 
 	secret := &corev1.Secret{}
 	secretName := r.cfg.ImageRegistryDefaultDockerConfigSecretName
 	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: secretName}, secret, askAPI); err != nil {
-		return err
+		return steps.Outcome{}, err
 	} else if !found {
 		return missing("registry Secret %s not found in namespace %s (the controller copies it from %s)", secretName, ns, r.cfg.BaseNamespace)
 	}
@@ -71,7 +70,7 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	cm := &corev1.ConfigMap{}
 	cmName := resources.DockerfileConfigMapName(p.fn.Spec.Runtime)
 	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, cm, askAPI); err != nil {
-		return err
+		return steps.Outcome{}, err
 	} else if !found {
 		return missing("Dockerfile ConfigMap %s not found in namespace %s (the controller copies it from %s)", cmName, ns, r.cfg.BaseNamespace)
 	}
@@ -83,14 +82,14 @@ func (r *Reconciler) prerequisites(ctx context.Context, p *pass) error {
 	sa := &corev1.ServiceAccount{}
 	saName := r.cfg.ImagePullAccountName
 	if found, err := r.getCopy(ctx, types.NamespacedName{Namespace: ns, Name: saName}, sa, askAPI); err != nil {
-		return err
+		return steps.Outcome{}, err
 	} else if !found {
 		return missing("ServiceAccount %s not found in namespace %s (the controller copies it from %s)", saName, ns, r.cfg.BaseNamespace)
 	}
 
 	p.in.Registry, p.in.BaseImage = reg, base
 	p.pullImage, p.pushImage = resources.PullImage(p.in), resources.PushImage(p.in)
-	return nil
+	return steps.Next(), nil
 }
 
 // get reads obj from the cache; found is false when it does not exist.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // Reads of a stalled rollout, from the API server (the cache holds no
@@ -52,35 +53,35 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 // version keeps serving. A look that finds no cause clears an earlier
 // one. Only a Deployment that made no progress for lookAfter is read (a
 // ReplicaSet list and a Pod list), and only while it stays so.
-func (r *Reconciler) rollout(ctx context.Context, p *pass) error {
+func (r *Reconciler) rollout(ctx context.Context, p *pass) (steps.Outcome, error) {
 	dep := p.deployment
 	if r.api == nil || dep == nil || p.rolled != "" || p.keepStatus || ptr.Deref(dep.Spec.Replicas, 1) == 0 ||
 		dep.Status.ObservedGeneration < dep.Generation {
-		return nil
+		return steps.Next(), nil
 	}
 	if status, _, _ := deploymentState(dep); status == corev1.ConditionTrue || replicaFailure(dep) != nil {
 		// Ready, or the Deployment names the cause itself.
-		return nil
+		return steps.Next(), nil
 	}
 	prog := deploymentCondition(dep, appsv1.DeploymentProgressing)
 	deadlineExceeded := prog != nil && prog.Status == corev1.ConditionFalse
 	stalled := p.now.Sub(lastProgress(dep, prog))
+	out := steps.Next()
 	if !deadlineExceeded {
 		if stalled < lookAfter {
-			p.requeueIn(lookAfter - stalled)
-			return nil
+			return out.Within(lookAfter - stalled), nil
 		}
-		p.requeueIn(pollInterval(stalled, progressDeadline(dep)))
+		out = out.Within(pollInterval(stalled, progressDeadline(dep)))
 	}
 	found, err := r.stuckPods(ctx, dep, r.cfg.Mode == config.ModeBuildless)
 	if err != nil {
 		// Only the cause is lost; the next look reads again.
 		logr.FromContextOrDiscard(ctx).Info("reading the Pods of a waiting Deployment failed", "deployment", dep.Name, "error", err.Error())
-		return nil
+		return out, nil
 	}
 	if found != nil {
 		setCondition(&p.status, v1alpha2.ConditionRunning, found.status, found.reason, found.message, p.now)
-		return nil
+		return out, nil
 	}
 	if c := condition(&p.status, v1alpha2.ConditionRunning); c != nil && isReplicaCause(c.Reason) {
 		// The cause is gone (a Pod placed, a Secret created): what the
@@ -88,7 +89,7 @@ func (r *Reconciler) rollout(ctx context.Context, p *pass) error {
 		status, reason, msg := deploymentState(dep)
 		setCondition(&p.status, v1alpha2.ConditionRunning, status, reason, msg, p.now)
 	}
-	return nil
+	return out, nil
 }
 
 // lastProgress is when the Deployment last made progress: the Deployment

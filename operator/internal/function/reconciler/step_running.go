@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // running sets the Running condition and status.replicas (scale
@@ -16,21 +17,20 @@ import (
 // pass is DeploymentCreated/DeploymentUpdated; while it rolls out the
 // condition stays as it is (no write per Deployment status change). A
 // scale-to-zero Function at zero is True ScaledToZero with no replica.
-func (r *Reconciler) running(_ context.Context, p *pass) error {
+func (r *Reconciler) running(_ context.Context, p *pass) (steps.Outcome, error) {
 	dep := p.deployment
 	if dep == nil {
-		return nil
+		return steps.Next(), nil
 	}
 	p.status.Replicas = dep.Status.Replicas
 	if atZero(p) {
 		p.status.Replicas = 0
 		setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonScaledToZero, scaledToZeroMessage(p.fn), p.now)
-		return nil
+		return steps.Next(), nil
 	}
 	if wait := firstRolloutWait(p, dep); wait > 0 {
 		p.keepStatus = true
-		p.requeueIn(wait)
-		return nil
+		return steps.Next().Within(wait), nil
 	}
 	if p.rolled != "" {
 		verb := "created"
@@ -39,26 +39,26 @@ func (r *Reconciler) running(_ context.Context, p *pass) error {
 		}
 		setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionUnknown, p.rolled,
 			fmt.Sprintf("Deployment %s %s", dep.Name, verb), p.now)
-		return nil
+		return steps.Next(), nil
 	}
 	cur := condition(&p.status, v1alpha2.ConditionRunning)
 	if cur != nil && dep.Status.ObservedGeneration < dep.Generation {
 		// Someone else changed the Deployment (our own rollouts set p.rolled);
 		// the Deployment controller's next status update decides.
-		return nil
+		return steps.Next(), nil
 	}
 	status, reason, msg := deploymentState(dep)
 	if cur != nil && cur.Status == corev1.ConditionUnknown && reason == v1alpha2.ReasonDeploymentWaiting {
-		return nil
+		return steps.Next(), nil
 	}
 	if cur != nil && isReplicaCause(cur.Reason) && status != corev1.ConditionTrue && !isReplicaCause(reason) {
 		// A cause found by an earlier look at the Pods stays until the
 		// Deployment is ready or the next look (rollout) finds another or
 		// none: a pass that does not look changes nothing.
-		return nil
+		return steps.Next(), nil
 	}
 	setCondition(&p.status, v1alpha2.ConditionRunning, status, reason, msg, p.now)
-	return nil
+	return steps.Next(), nil
 }
 
 // progressReportDelay is how long a status that would only report work

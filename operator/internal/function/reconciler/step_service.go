@@ -9,6 +9,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
@@ -17,21 +18,21 @@ import (
 // Service of that name that is not the Function's (no internal labels) is
 // not taken over: Running False ServiceFailed says so. A scale-to-zero
 // Function's Service loses its selector while the Function is parked (route).
-func (r *Reconciler) service(desiredOf func(*pass) *corev1.Service) func(context.Context, *pass) error {
-	return func(ctx context.Context, p *pass) error {
+func (r *Reconciler) service(desiredOf func(*pass) *corev1.Service) func(context.Context, *pass) (steps.Outcome, error) {
+	return func(ctx context.Context, p *pass) (steps.Outcome, error) {
 		desired := desiredOf(p)
 		if scaletozero.Enabled(p.fn) {
 			return r.route(ctx, p, desired)
 		}
-		if err := r.keepService(ctx, p, desired); err != nil || p.stop {
-			return err
+		if out, err := r.keepService(ctx, p, desired); err != nil || out.Ends() {
+			return out, err
 		}
 		// Scale to zero turned off: the selector is back, the slice goes.
-		return r.dropSlices(ctx, p, nil)
+		return steps.Next(), r.dropSlices(ctx, p, nil)
 	}
 }
 
-func (r *Reconciler) keepService(ctx context.Context, p *pass, desired *corev1.Service) error {
+func (r *Reconciler) keepService(ctx context.Context, p *pass, desired *corev1.Service) (steps.Outcome, error) {
 	var live *corev1.Service
 	for i := range p.services {
 		if p.services[i].Name == desired.Name {
@@ -39,7 +40,7 @@ func (r *Reconciler) keepService(ctx context.Context, p *pass, desired *corev1.S
 			continue
 		}
 		if err := r.remove(ctx, &p.services[i]); err != nil {
-			return err
+			return steps.Outcome{}, err
 		}
 	}
 	if live == nil {
@@ -50,29 +51,27 @@ func (r *Reconciler) keepService(ctx context.Context, p *pass, desired *corev1.S
 		case apierrors.IsInvalid(err):
 			return r.serviceFailed(p, fmt.Sprintf("Service %s create error: %v", desired.Name, err))
 		case err != nil:
-			return fmt.Errorf("creating Service %s: %w", desired.Name, err)
+			return steps.Outcome{}, fmt.Errorf("creating Service %s: %w", desired.Name, err)
 		}
-		return nil
+		return steps.Next(), nil
 	}
 	updated, changed := resources.UpdateService(live, desired)
 	if !changed {
-		return nil
+		return steps.Next(), nil
 	}
 	if err := r.update(ctx, updated); err != nil {
 		if apierrors.IsInvalid(err) {
 			return r.serviceFailed(p, fmt.Sprintf("Service %s update error: %v", desired.Name, err))
 		}
-		return fmt.Errorf("updating Service %s: %w", desired.Name, err)
+		return steps.Outcome{}, fmt.Errorf("updating Service %s: %w", desired.Name, err)
 	}
-	return nil
+	return steps.Next(), nil
 }
 
 // serviceFailed reports a Service that cannot be made. The cause (a foreign
 // Service, which the cache does not see go) sends no event, so the pass is
 // retried after the failure backoff.
-func (r *Reconciler) serviceFailed(p *pass, msg string) error {
+func (r *Reconciler) serviceFailed(p *pass, msg string) (steps.Outcome, error) {
 	setCondition(&p.status, v1alpha2.ConditionRunning, corev1.ConditionFalse, v1alpha2.ReasonServiceFailed, msg, p.now)
-	p.stop = true
-	p.requeueIn(r.cfg.GitFetchRequeueDuration)
-	return nil
+	return steps.Fail(v1alpha2.ReasonServiceFailed).Within(r.cfg.GitFetchRequeueDuration), nil
 }

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,14 +15,14 @@ import (
 
 // writeStatus writes the status this pass computed, once, and only when it
 // differs from the one read (1.8.4 wrote it on every pass). Then
-// it emits the events of the conditions that changed.
-func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
+// it emits the events of the conditions that changed. A write it defers
+// (a running build's only news) returns when to come again.
+func (r *Reconciler) writeStatus(ctx context.Context, p *pass) (later time.Duration, err error) {
 	if p.keepStatus || equality.Semantic.DeepEqual(p.fn.Status, p.status) {
-		return nil
+		return 0, nil
 	}
 	if p.buildReportIn > 0 && onlyBuildNews(&p.fn.Status, &p.status) {
-		p.requeueIn(p.buildReportIn)
-		return nil
+		return p.buildReportIn, nil
 	}
 	fn := p.fn.DeepCopy()
 	fn.Status = p.status
@@ -29,16 +30,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	// whole cached picture, so no conflict is possible or needed.
 	if err := r.client.Status().Patch(ctx, fn, client.MergeFrom(p.fn)); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil
+			return 0, nil
 		}
-		return fmt.Errorf("writing the status of Function %s: %w", p.key, err)
+		return 0, fmt.Errorf("writing the status of Function %s: %w", p.key, err)
 	}
 	r.awaitVersion(ctx, fn)
 	for _, e := range statusEvents(&p.fn.Status, &p.status) {
 		r.events.Eventf(fn, nil, e.kind, e.reason, e.action, "%s", e.message)
 	}
 	r.observeBuilds(p)
-	return nil
+	return 0, nil
 }
 
 // onlyBuildNews: cur differs from old in nothing but the BuildReady

@@ -11,18 +11,19 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // validate checks what the CRD cannot: a failure sets ConfigurationReady
 // False InvalidFunctionSpec and ends the pass without a requeue (the next
 // spec change triggers a pass).
-func (r *Reconciler) validate(_ context.Context, p *pass) error {
+func (r *Reconciler) validate(_ context.Context, p *pass) (steps.Outcome, error) {
 	if msgs := validateFunction(p.fn, &r.cfg); len(msgs) > 0 {
 		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, corev1.ConditionFalse, v1alpha2.ReasonInvalidFunctionSpec,
 			strings.Join(msgs, ". "), p.now)
-		p.stop = true
+		return steps.Fail(v1alpha2.ReasonInvalidFunctionSpec), nil
 	}
-	return nil
+	return steps.Next(), nil
 }
 
 // validateFunction returns every problem of an inline Function's spec, in a

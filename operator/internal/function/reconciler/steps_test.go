@@ -377,7 +377,8 @@ func TestDeploymentOf184IsAdoptedWithoutABuild(t *testing.T) {
 	f := newFixture(t, append(prerequisites(testNS), fn)...)
 	// What 1.8.4 left: a Deployment running the image the tag formula gives, no Job.
 	p := newPass(fn, &f.r.cfg, metav1.NewTime(f.now))
-	require.NoError(t, f.r.prerequisites(context.Background(), p))
+	_, err := f.r.prerequisites(context.Background(), p)
+	require.NoError(t, err)
 	dep := resources.Deployment(p.in)
 	dep.Name = "hello-old12"
 	require.NoError(t, f.client.Create(context.Background(), dep))
