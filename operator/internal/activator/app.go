@@ -44,7 +44,7 @@ type AppOptions struct {
 func Setup(ctx context.Context, mgr manager.Manager, opts AppOptions) error {
 	id := module.Activator()
 	log := mgr.GetLogger().WithName("activator")
-	kube := &Kube{Cache: mgr.GetCache(), Client: mgr.GetClient(), Events: opts.Events}
+	kube := &Kube{Cache: mgr.GetCache(), Client: mgr.GetClient(), Events: opts.Events, Probe: HTTPProbe(probeClient())}
 	holder, err := NewHolder(kube, kube, Options{Timeout: opts.HoldTimeout, Registerer: opts.Metrics, Recorder: kube, Timeouts: kube})
 	if err != nil {
 		return err

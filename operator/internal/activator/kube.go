@@ -75,7 +75,8 @@ type Kube struct {
 	// Recheck bounds how long Await waits without a change notice
 	// (Changed) before it looks again; 1 s if zero.
 	Recheck time.Duration
-	// Probe asks a starting replica whether it answers; HTTPProbe if nil.
+	// Probe asks a starting replica whether it answers; HTTPProbe over a
+	// client of its own per wait if nil (Setup gives one for all).
 	Probe ProbeFunc
 	// ProbeEvery and ProbeLimit pace and bound the probes of one starting
 	// replica in one wake; DefaultProbeEvery and DefaultProbeLimit if zero.
