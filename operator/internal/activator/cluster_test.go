@@ -342,17 +342,7 @@ func testReplicas(t *testing.T, k *cluster) {
 		_, ok = kube.Ready(fn)
 		assert.False(t, ok, "only our slice and an unready endpoint")
 
-		type result struct {
-			u   *url.URL
-			err error
-		}
-		done := make(chan result, 1)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		go func() {
-			u, err := kube.Await(ctx, fn)
-			done <- result{u, err}
-		}()
+		done := awaitInBackground(t, kube, fn)
 		k.slice(t, ns, "ready-fghij", "ready", false, 8080, endpoint{ip: "198.51.100.2", ready: ptr.To(true), uid: "pod-b"})
 		r := <-done
 		require.NoError(t, r.err)
@@ -382,17 +372,7 @@ func testReplicas(t *testing.T, k *cluster) {
 		_, ok := kube.Ready(fn)
 		require.False(t, ok, "nothing answered a probe yet")
 
-		type result struct {
-			u   *url.URL
-			err error
-		}
-		done := make(chan result, 1)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		go func() {
-			u, err := kube.Await(ctx, fn)
-			done <- result{u, err}
-		}()
+		done := awaitInBackground(t, kube, fn)
 		eventually(t, "both starting replicas probed", func() (bool, string) {
 			n := probes.count()
 			return n["198.51.100.12:8080"] > 2 && n["198.51.100.13:8080"] > 2, fmt.Sprint(n)
@@ -475,6 +455,25 @@ func testReplicas(t *testing.T, k *cluster) {
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 		})
 	}
+}
+
+// awaited is what Kube.Await returned.
+type awaited struct {
+	u   *url.URL
+	err error
+}
+
+// awaitInBackground runs kube.Await for fn, bounded by 20 s, and hands its
+// result over.
+func awaitInBackground(t *testing.T, kube *Kube, fn types.NamespacedName) <-chan awaited {
+	done := make(chan awaited, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	go func() {
+		u, err := kube.Await(ctx, fn)
+		done <- awaited{u, err}
+	}()
+	return done
 }
 
 // fakeProbes answers the probes of the addresses the test says answer,
