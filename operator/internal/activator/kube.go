@@ -227,9 +227,10 @@ func (k *Kube) Failed(fn types.NamespacedName, u *url.URL) {
 
 // Await waits for a replica: one the cluster lists as ready, or a starting
 // one that answers the activator's probe first. It fails with StartFailed
-// once the Function's Running condition is False with reason
-// DeploymentFailed and changed after the wake began (an older one is from
-// before the Function was at zero).
+// once the Function's Running condition is False with a reason
+// v1alpha2.CannotStart names and changed after the wake began (an older one
+// is from before the Function was at zero), and when ctx's deadline passes
+// with the WakeTimeout that names the Function's reported cause, if any.
 func (k *Kube) Await(ctx context.Context, fn types.NamespacedName) (*url.URL, error) {
 	k.mu.Lock()
 	began, ok := k.wakes[fn]
