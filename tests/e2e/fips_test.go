@@ -14,6 +14,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
@@ -58,11 +61,12 @@ func TestFIPSModeOnTheRealNode(t *testing.T) {
 			}
 			assert.Equal(t, fips.GODEBUG, env[fips.EnvGODEBUG], b.deployment)
 			assert.Equal(t, "true", env[fips.EnvMode], b.deployment)
-			pod := readyPodOf(t, e, d)
-			log, err := e.cluster.PodLog(ctx, ns, pod.Name, b.container)
-			require.NoError(t, err)
-			assert.NotContains(t, log, "refusing to start", b.deployment)
-			assert.NotContains(t, log, "not allowed in FIPS 140-only mode", b.deployment)
+			for _, pod := range readyPodsOf(t, e, d) {
+				log, err := e.cluster.PodLog(ctx, ns, pod.Name, b.container)
+				require.NoError(t, err)
+				assert.NotContains(t, log, "refusing to start", pod.Name)
+				assert.NotContains(t, log, "not allowed in FIPS 140-only mode", pod.Name)
+			}
 		}
 	})
 
@@ -111,18 +115,23 @@ func container(cs []corev1.Container, name string) *corev1.Container {
 	return nil
 }
 
-// readyPodOf waits for a Ready Pod of d: a module binary that refused to
-// start would restart until its back-off and never be Ready.
-func readyPodOf(t *testing.T, e *env, d *appsv1.Deployment) *corev1.Pod {
+// readyPodsOf waits until every replica of d is Ready and returns its Pods.
+func readyPodsOf(t *testing.T, e *env, d *appsv1.Deployment) []corev1.Pod {
 	t.Helper()
-	var pod *corev1.Pod
-	framework.WaitFor(t, 2*time.Minute, "a Ready Pod of "+d.Name, func(ctx context.Context) (bool, string, error) {
-		p, err := e.cluster.ReadyPod(ctx, ns, d.Spec.Selector.MatchLabels)
-		if err != nil {
-			return false, err.Error(), nil
+	want := int(ptr.Deref(d.Spec.Replicas, 1))
+	var ready []corev1.Pod
+	framework.WaitFor(t, 2*time.Minute, fmt.Sprintf("%d Ready Pods of %s", want, d.Name), func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		if err := e.c.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+			return false, "", err
 		}
-		pod = p
-		return true, "", nil
-	}, e.cluster.DumpPodLogs(ns, d.Spec.Selector.MatchLabels, 20))
-	return pod
+		ready = ready[:0]
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && framework.PodReady(&p) {
+				ready = append(ready, p)
+			}
+		}
+		return len(ready) == want, fmt.Sprintf("%d of %d Pods Ready", len(ready), len(pods.Items)), nil
+	}, e.cluster.DumpPodLogs(d.Namespace, d.Spec.Selector.MatchLabels, 20))
+	return ready
 }
