@@ -49,19 +49,22 @@ func testReplicaThatCannotBePlacedSaysWhy(t *testing.T, f *fnEnv) {
 		c := condition(fn, v1alpha2.ConditionBuildReady)
 		return c != nil && c.Status == corev1.ConditionTrue
 	})
+	// The condition's time does not move when only its reason changes, so
+	// the 15 s (the issue's bound) are measured by this test's clock, from
+	// the build's end (kept to the second: one more second of slack).
 	builtAt := condition(built, v1alpha2.ConditionBuildReady).LastTransitionTime.Time
-	got := f.waitFunction(fnNS, name, "to say that its replica is not placed", time.Minute, func(fn *v1alpha2.Function) bool {
+	within := time.Until(builtAt.Add(16 * time.Second))
+	require.Positive(t, within, "the build ended %s ago: the test saw it too late to time the report", time.Since(builtAt))
+	got := f.waitFunction(fnNS, name, "to say within 15 s of its build that its replica is not placed", within, func(fn *v1alpha2.Function) bool {
 		c := condition(fn, v1alpha2.ConditionRunning)
 		return c != nil && c.Reason == v1alpha2.ReasonReplicaUnschedulable
 	})
+	seen := time.Since(builtAt)
 	c := condition(got, v1alpha2.ConditionRunning)
 	assert.Equal(t, corev1.ConditionUnknown, c.Status, "the scheduler keeps trying")
 	assert.Contains(t, c.Message, "Insufficient cpu", "the scheduler's words")
 	assert.Regexp(t, regexp.MustCompile(`Pod `+name+`-[a-z0-9]+-[a-z0-9]+-[a-z0-9]+ is not placed`), c.Message, "which Pod")
-	after := c.LastTransitionTime.Sub(builtAt)
-	// The condition's times are whole seconds; the 15 s are the issue's.
-	assert.LessOrEqual(t, after, 15*time.Second, "reported within 15 s of the build: %s", c.Message)
-	t.Logf("not placed: reported %s after the build: Running=%s %s: %s", after, c.Status, c.Reason, c.Message)
+	t.Logf("not placed: seen %s after the build: Running=%s %s: %s", seen.Round(100*time.Millisecond), c.Status, c.Reason, c.Message)
 
 	// A request that wakes it waits for the Function's own hold timeout,
 	// then hears why.
