@@ -166,6 +166,16 @@ func matchHost(pattern, addr string) bool {
 	return knownhosts.Normalize(pattern) == addr
 }
 
+// IsSSH reports whether repoURL is reached over SSH: ssh:// or the
+// SCP-like user@host:path (the forms the CRD admits besides http(s)).
+func IsSSH(repoURL string) bool {
+	if u, err := url.Parse(repoURL); err == nil && u.Scheme != "" && strings.Contains(repoURL, "://") {
+		return u.Scheme == "ssh"
+	}
+	at := strings.Index(repoURL, "@")
+	return at > 0 && strings.Contains(repoURL[at:], ":") && !strings.Contains(repoURL, "://")
+}
+
 // sshUser is the user of an SSH URL, "git" when it names none.
 func sshUser(repoURL string) string {
 	if u, err := url.Parse(repoURL); err == nil && u.Scheme != "" && u.User != nil && u.User.Username() != "" {

@@ -101,3 +101,23 @@ func hashed(srv *gittest.SSHServer) string {
 	host, key, _ := strings.Cut(srv.KnownHosts(), " ")
 	return knownhosts.HashHostname(host) + " " + key
 }
+
+func TestIsSSH(t *testing.T) {
+	tests := []struct {
+		url  string
+		want bool
+	}{
+		{"https://github.com/kyma-project/serverless.git", false},
+		{"http://10.0.0.1:3000/org/repo.git", false},
+		{"https://user@example.com/org/repo.git", false},
+		{"ssh://git@github.com/kyma-project/serverless.git", true},
+		{"ssh://github.com:22/org/repo", true},
+		{"git@github.com:kyma-project/serverless.git", true},
+		{"deploy@10.0.0.1:repos/fn", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			assert.Equal(t, tt.want, git.IsSSH(tt.url))
+		})
+	}
+}

@@ -71,6 +71,47 @@ func TestValidateFunction(t *testing.T) {
 	}
 }
 
+// In FIPS mode, as in release 1.13: no runtime without a FIPS image, no
+// Git over SSH.
+func TestValidateFunctionInFIPSMode(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FIPSMode = true
+	git := func(url string) func(fn *v1alpha2.Function) {
+		return func(fn *v1alpha2.Function) {
+			fn.Spec.Source = v1alpha2.Source{GitRepository: &v1alpha2.GitRepositorySource{URL: url}}
+		}
+	}
+	tests := []struct {
+		name  string
+		edit  func(fn *v1alpha2.Function)
+		wants []string
+	}{
+		{name: "nodejs22", edit: func(*v1alpha2.Function) {}},
+		{name: "nodejs24", edit: func(fn *v1alpha2.Function) { fn.Spec.Runtime = v1alpha2.RuntimeNodejs24 }},
+		{name: "nodejs20", edit: func(fn *v1alpha2.Function) { fn.Spec.Runtime = v1alpha2.RuntimeNodejs20 },
+			wants: []string{"spec.runtime nodejs20 cannot run in FIPS mode"}},
+		{name: "python312", edit: func(fn *v1alpha2.Function) { fn.Spec.Runtime = v1alpha2.RuntimePython312 },
+			wants: []string{"spec.runtime python312 cannot run in FIPS mode"}},
+		{name: "Git over HTTPS", edit: git("https://example.com/org/repo.git")},
+		{name: "Git over ssh://", edit: git("ssh://git@example.com/org/repo.git"),
+			wants: []string{`spec.source.gitRepository.url "ssh://git@example.com/org/repo.git" is reached over SSH`}},
+		{name: "Git SCP-like", edit: git("git@example.com:org/repo.git"),
+			wants: []string{`"git@example.com:org/repo.git" is reached over SSH`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fn := newFunction("hello")
+			tt.edit(fn)
+			msgs := validateFunction(fn, &cfg)
+			if assert.Len(t, msgs, len(tt.wants), "%q", msgs) {
+				for i, w := range tt.wants {
+					assert.Contains(t, msgs[i], w)
+				}
+			}
+		})
+	}
+}
+
 func depWith(gen, observed int64, conds ...appsv1.DeploymentCondition) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello-abcde", Generation: gen},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
@@ -63,6 +64,17 @@ func validateFunction(fn *v1alpha2.Function, cfg *config.Config) []string {
 			add("spec.secretMounts[%d].mountPath %q is already in use", i, m.MountPath)
 		}
 		secrets[m.SecretName], paths[m.MountPath] = true, true
+	}
+	if cfg.FIPSMode {
+		// As release 1.13 in FIPS mode: its images for these runtimes are
+		// not FIPS builds, and Go's SSH (known_hosts' HMAC-SHA1) is not an
+		// approved algorithm (docs/contributor/fips.md).
+		if fn.Spec.Runtime == v1alpha2.RuntimeNodejs20 || fn.Spec.Runtime == v1alpha2.RuntimePython312 {
+			add("spec.runtime %s cannot run in FIPS mode: choose nodejs22 or nodejs24", fn.Spec.Runtime)
+		}
+		if g := fn.Spec.Source.GitRepository; g != nil && git.IsSSH(g.URL) {
+			add("spec.source.gitRepository.url %q is reached over SSH, which FIPS mode does not allow: use its https:// URL", g.URL)
+		}
 	}
 	if isNode(fn.Spec.Runtime) && fn.Spec.Source.Inline != nil {
 		deps := strings.TrimSpace(fn.Spec.Source.Inline.Dependencies)
