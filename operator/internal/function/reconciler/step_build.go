@@ -122,10 +122,16 @@ func (r *Reconciler) build(ctx context.Context, p *pass) (steps.Outcome, error) 
 		if paused {
 			msg = fmt.Sprintf("queued: builds are paused while the internal registry is cleaned up, %d ahead of it in the queue", ahead)
 		}
+		if c := condition(&p.status, v1alpha2.ConditionBuildReady); c != nil && c.Reason == v1alpha2.ReasonJobQueued &&
+			queuedPlaceFresh(c.Message, msg) {
+			// The cause is the same: the place as reported stands, so that
+			// a burst of queued Functions costs one status write each, not
+			// one per pass while the queue moves.
+			msg = c.Message
+		}
 		setCondition(&p.status, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobQueued, msg, p.now)
 		// A build's end wakes only the head of the queue (WakeHandler);
-		// the others look again now and then, so their place stays near
-		// the truth at one status write per change at most.
+		// the others look again now and then.
 		return steps.Next().Within(queueRecheck), nil
 	}
 	r.metrics.BuildStarted()
@@ -134,6 +140,14 @@ func (r *Reconciler) build(ctx context.Context, p *pass) (steps.Outcome, error) 
 		fmt.Sprintf("Job %s created", job.Name), p.now)
 	p.buildReportIn = buildReportWait(p, p.now.Time)
 	return steps.Next(), nil
+}
+
+// queuedPlaceFresh reports whether a queued build's reported message may
+// stand instead of now's: the same kind of wait (paused or behind the
+// limit). The place it names only shrinks while the Function waits.
+func queuedPlaceFresh(reported, now string) bool {
+	kind := func(m string) string { before, _, _ := strings.Cut(m, ":"); return before }
+	return kind(reported) == kind(now)
 }
 
 // queueRecheck is how often a Function queued for a build slot looks at
