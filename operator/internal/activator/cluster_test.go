@@ -430,13 +430,7 @@ func testReplicas(t *testing.T, k *cluster) {
 			wokeAt := time.Now()
 			require.NoError(t, kube.Wake(context.Background(), fn))
 			require.NoError(t, k.c.Get(context.Background(), fn, f))
-			f.Status.Conditions = []v1alpha2.Condition{running(tc.reason, wokeAt.Add(-tc.conditionAge))}
-			require.NoError(t, k.c.Status().Update(context.Background(), f))
-			eventually(t, "the cache has the condition", func() (bool, string) {
-				got := &v1alpha2.Function{}
-				err := k.cache.Get(context.Background(), fn, got)
-				return err == nil && len(got.Status.Conditions) == 1, fmt.Sprint(err, got.Status.Conditions)
-			})
+			k.setCondition(t, f, running(tc.reason, wokeAt.Add(-tc.conditionAge)))
 
 			// Without a failure Await waits for a replica until ctx ends.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -455,6 +449,19 @@ func testReplicas(t *testing.T, k *cluster) {
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 		})
 	}
+}
+
+// setCondition writes c as f's only condition and waits for the cache to
+// have it.
+func (k *cluster) setCondition(t *testing.T, f *v1alpha2.Function, c v1alpha2.Condition) {
+	t.Helper()
+	f.Status.Conditions = []v1alpha2.Condition{c}
+	require.NoError(t, k.c.Status().Update(context.Background(), f))
+	eventually(t, "the cache has the condition", func() (bool, string) {
+		got := &v1alpha2.Function{}
+		err := k.cache.Get(context.Background(), client.ObjectKeyFromObject(f), got)
+		return err == nil && len(got.Status.Conditions) == 1, fmt.Sprint(err, got.Status.Conditions)
+	})
 }
 
 // awaited is what Kube.Await returned.
@@ -527,15 +534,9 @@ func testWaitCause(t *testing.T, k *cluster) {
 	f := k.function(t, ns, "big", 0, ptr.To[int32](0), nil)
 	fn := client.ObjectKeyFromObject(f)
 	kube := &Kube{Cache: k.cache, Client: k.c, Recheck: 100 * time.Millisecond}
-	f.Status.Conditions = []v1alpha2.Condition{{Type: v1alpha2.ConditionRunning, Status: corev1.ConditionUnknown,
+	k.setCondition(t, f, v1alpha2.Condition{Type: v1alpha2.ConditionRunning, Status: corev1.ConditionUnknown,
 		Reason: v1alpha2.ReasonReplicaUnschedulable, LastTransitionTime: metav1.Now(),
-		Message: "Deployment big-abcde: Pod big-abcde-12345 is not placed: 0/4 nodes are available: 1 Insufficient cpu."}}
-	require.NoError(t, k.c.Status().Update(context.Background(), f))
-	eventually(t, "the cache has the condition", func() (bool, string) {
-		got := &v1alpha2.Function{}
-		err := k.cache.Get(context.Background(), fn, got)
-		return err == nil && len(got.Status.Conditions) == 1, fmt.Sprint(err, got.Status.Conditions)
-	})
+		Message: "Deployment big-abcde: Pod big-abcde-12345 is not placed: 0/4 nodes are available: 1 Insufficient cpu."})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	_, err := kube.Await(ctx, fn)

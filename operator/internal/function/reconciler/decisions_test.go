@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
+	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
@@ -58,16 +59,7 @@ func TestValidateFunction(t *testing.T) {
 		}, wants: []string{"spec.resourceConfiguration.function"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fn := newFunction("hello")
-			tt.edit(fn)
-			msgs := validateFunction(fn, &cfg)
-			if assert.Len(t, msgs, len(tt.wants), "%q", msgs) {
-				for i, w := range tt.wants {
-					assert.Contains(t, msgs[i], w)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { assertValidation(t, &cfg, tt.edit, tt.wants) })
 	}
 }
 
@@ -99,16 +91,21 @@ func TestValidateFunctionInFIPSMode(t *testing.T) {
 			wants: []string{`"git@example.com:org/repo.git" is reached over SSH`}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fn := newFunction("hello")
-			tt.edit(fn)
-			msgs := validateFunction(fn, &cfg)
-			if assert.Len(t, msgs, len(tt.wants), "%q", msgs) {
-				for i, w := range tt.wants {
-					assert.Contains(t, msgs[i], w)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { assertValidation(t, &cfg, tt.edit, tt.wants) })
+	}
+}
+
+// assertValidation checks the messages of a Function changed by edit:
+// one per want, in order, each containing it.
+func assertValidation(t *testing.T, cfg *config.Config, edit func(fn *v1alpha2.Function), wants []string) {
+	t.Helper()
+	fn := newFunction("hello")
+	edit(fn)
+	msgs := validateFunction(fn, cfg)
+	if assert.Len(t, msgs, len(wants), "%q", msgs) {
+		for i, w := range wants {
+			assert.Contains(t, msgs[i], w)
+		}
 	}
 }
 
