@@ -165,14 +165,7 @@ func (e *env) causeNamespace(t *testing.T, name string) string {
 // waitJob waits for the Function's one build Job.
 func (e *env) waitJob(t *testing.T, ns, name string) batchv1.Job {
 	t.Helper()
-	var job batchv1.Job
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		jobs := e.jobs(c, ns, name)
-		if assert.Len(c, jobs, 1) {
-			job = jobs[0]
-		}
-	}, eventual, tick)
-	return job
+	return waitOne(t, func(c require.TestingT) []batchv1.Job { return e.jobs(c, ns, name) })
 }
 
 // finishEveryBuild completes the builds of the Functions of ns until each

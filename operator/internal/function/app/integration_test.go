@@ -422,14 +422,19 @@ func (e *env) runFunction(t *testing.T, ns, name string) *v1alpha2.Function {
 // waitDeployment waits for the Function's one Deployment.
 func (e *env) waitDeployment(t *testing.T, ns, name string) appsv1.Deployment {
 	t.Helper()
-	var dep appsv1.Deployment
+	return waitOne(t, func(c require.TestingT) []appsv1.Deployment { return e.deployments(c, ns, name) })
+}
+
+// waitOne waits until list returns exactly one object and returns it.
+func waitOne[T any](t *testing.T, list func(c require.TestingT) []T) T {
+	t.Helper()
+	var one T
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		deps := e.deployments(c, ns, name)
-		if assert.Len(c, deps, 1) {
-			dep = deps[0]
+		if got := list(c); assert.Len(c, got, 1) {
+			one = got[0]
 		}
 	}, eventual, tick)
-	return dep
+	return one
 }
 
 // finishAll completes every unfinished Job of ns, so the build slots are free
