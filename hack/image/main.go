@@ -2,7 +2,7 @@
 // a container engine: `make image` writes bin/image/<binary>/, an OCI image
 // layout (push it with `skopeo copy oci:bin/image/manager docker://...`).
 // The Dockerfile builds the same image where a container engine exists.
-// It also writes the local cluster's own images (operator/pkg/localimage:
+// It also writes the local cluster's own images (hack/cluster/localimage:
 // runtimes, registry, init containers) to bin/image/local/<name>/, which
 // `hack/cluster.sh load` pushes to the real node with the module's.
 package main
@@ -24,7 +24,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"

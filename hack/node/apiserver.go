@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 )
 
 // apiServer listens on the real node's address, which Pods reach (the

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 )
 
 // bootstrapObjects creates what the cluster needs beyond its defaults

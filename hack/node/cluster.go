@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localcluster"
 )
 
 // startCluster brings the whole cluster up, unless a completed start runs

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localimage"
 )
 
 // command is one subcommand of node: its name, the names of its positional

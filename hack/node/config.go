@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localcluster"
 )
 
 // config is where the cluster lives on this machine and which addresses it

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localimage"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 )
 
 // containerdSocket is the CRI endpoint kubelet talks to. Unix socket paths

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 )
 
 // coreDNS is the cluster DNS: Services and Pods by name from the API

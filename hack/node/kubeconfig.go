@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster/pki"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localcluster/pki"
 )
 
 // kubeconfigComponents are the components that reach the API server with a

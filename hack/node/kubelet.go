@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 )
 
 // cgroupFS is where this machine mounts its cgroup v1 hierarchies, and

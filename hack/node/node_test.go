@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 )
 
 // daemon is a long-running process of the cluster.
@@ -27,7 +27,7 @@ type daemon struct {
 }
 
 // The cluster's daemons run on the one process runner of the local cluster
-// and the tests (operator/pkg/process): detached, output appended to
+// and the tests (hack/cluster/process): detached, output appended to
 // .cluster/logs/<name>.log, PID in .cluster/pids/<name>.pid, recognised by
 // the state directory on their command line.
 func (c config) daemons() process.Daemons {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 )
 
 // readyMarker is written once a start has completed (start, cluster.go).

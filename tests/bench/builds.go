@@ -48,10 +48,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-project/serverless-manager/hack/cluster/localimage"
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/build"
-	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 )
 

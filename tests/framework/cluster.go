@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localcluster"
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localcluster"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 

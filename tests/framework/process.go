@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/process"
+	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
 
@@ -28,7 +28,7 @@ type ProcessSpec struct {
 }
 
 // Process is a child of the test process, run by the runner the local
-// cluster's daemons run on too (operator/pkg/process): its output goes to a
+// cluster's daemons run on too (hack/cluster/process): its output goes to a
 // log file, restarts append to it, every start and exit is marked in it
 // with a "=== " line, and it dies with the test process.
 type Process struct{ *process.Child }

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/htpasswd"
+	"github.com/kyma-project/serverless-manager/hack/cluster/htpasswd"
 )
 
 // Registry is the chart's registry software (distribution, built by

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/htpasswd"
+	"github.com/kyma-project/serverless-manager/hack/cluster/htpasswd"
 )
 
 // Paths the chart mounts into the init container.

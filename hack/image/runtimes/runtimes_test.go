@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/localimage"
+	"github.com/kyma-project/serverless-manager/hack/cluster/localimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 )
@@ -898,7 +898,7 @@ func TestPythonSIGTERM(t *testing.T) {
 	testSIGTERM(t, startPython(t, "def main(event, context):\n    return 'ok'\n"))
 }
 
-// The nodejs22 image as operator/pkg/localimage builds it: every package of
+// The nodejs22 image as hack/cluster/localimage builds it: every package of
 // the server's package-lock.json is in /usr/src/app/node_modules, and the
 // server taken from the unpacked image, run by the image's own node,
 // serves the Express handler.
