@@ -27,7 +27,7 @@ import (
 	"github.com/kyma-project/serverless-manager/hack/cluster/localimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // defaultRepository is where the module's images are published (the chart's

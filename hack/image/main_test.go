@@ -27,7 +27,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // caFile writes a PEM bundle with one self-signed certificate, so the test

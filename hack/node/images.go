@@ -13,7 +13,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/hack/cluster/localimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // pushNodeImages builds and pushes what the node needs before anything

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // Tutorials is the folder of the user tutorials, relative to the root.

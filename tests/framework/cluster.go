@@ -40,7 +40,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/hack/cluster/localcluster"
 	"github.com/kyma-project/serverless-manager/hack/cluster/process"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // Cluster is the local control plane the tests run against.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/kyma-project/serverless-manager/hack/cluster/process"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // ProcessSpec says how to run a process, e.g. bin/manager.

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
 	"github.com/kyma-project/serverless-manager/tests/framework"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // What another program adds while the cluster runs. 192.0.2.0/24 is a

@@ -26,7 +26,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/hack/cluster/localimage"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // The port is fixed (docs/contributor/runtime-contract.md#process), so servers

@@ -25,7 +25,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 func build(t *testing.T, image string) []*unstructured.Unstructured {

@@ -21,7 +21,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 const moduleNamespace = "kyma-system"

@@ -43,7 +43,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // cluster is an API server with the Function CRD, a client, and the

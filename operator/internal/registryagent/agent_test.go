@@ -27,7 +27,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
 	api "github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // registryConfig is the chart's registry configuration (charts/serverless/

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // Env is a running API server.

@@ -25,7 +25,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/ociimage"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // testCA is a PEM bundle with one fresh self-signed certificate.

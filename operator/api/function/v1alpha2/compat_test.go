@@ -21,7 +21,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // The CRD stays one version, served and stored as before: no stored

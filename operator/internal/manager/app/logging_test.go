@@ -25,7 +25,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // crPolicy names the install manifest's admission policy for the

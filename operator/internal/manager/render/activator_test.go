@@ -15,7 +15,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // activatorRoleFile is where `make manifests` writes the activator's

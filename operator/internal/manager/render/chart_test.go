@@ -31,7 +31,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

@@ -18,7 +18,7 @@ import (
 	"github.com/kyma-project/serverless-manager/charts"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 // roleFile is where `make manifests` writes the Function controller's

@@ -25,7 +25,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
 const home = module.DefaultNamespace
