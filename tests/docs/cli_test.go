@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/cliext"
+	"github.com/kyma-project/serverless-manager/tests/support/cliext"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 

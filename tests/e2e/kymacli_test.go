@@ -6,7 +6,7 @@ package e2e
 // binary: the extension is read from the cluster the way the CLI reads it
 // (the ConfigMap labelled kyma-cli/extension=commands), a command line is
 // resolved against it and its configuration filled with
-// operator/pkg/cliext (the CLI's format v1 and templating, see
+// tests/support/cliext (the CLI's format v1 and templating, see
 // docs/contributor/kyma-cli-extension.md), and each action does what the
 // CLI's does: create, get and delete the resource, write init's files, and
 // for eject forward a port to the controller Pod the extension names (this
@@ -35,7 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/cliext"
+	"github.com/kyma-project/serverless-manager/tests/support/cliext"
 )
 
 // kymaCLI runs command lines in dir (relative paths of flags are dir's)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
-	"github.com/kyma-project/serverless-manager/operator/pkg/cliext"
+	"github.com/kyma-project/serverless-manager/tests/support/cliext"
 )
 
 // cliExtension reads the `kyma function` commands from the ConfigMap the

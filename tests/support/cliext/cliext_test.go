@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 
-	"github.com/kyma-project/serverless-manager/operator/pkg/cliext"
+	"github.com/kyma-project/serverless-manager/tests/support/cliext"
 )
 
 const sample = `
