@@ -131,6 +131,27 @@ type ServerlessSpec struct {
 	// traffic the module needs. Default false.
 	// +optional
 	EnableNetworkPolicies bool `json:"enableNetworkPolicies,omitempty"`
+
+	// ScaleToZero configures how Functions with scaleConfig.minReplicas 0
+	// are scaled to zero and woken. Unset: as without it.
+	// +optional
+	ScaleToZero *ScaleToZero `json:"scaleToZero,omitempty"`
+}
+
+// ScaleToZero configures the activator, which holds the requests of
+// Functions at zero, wakes them and scales idle ones to zero.
+type ScaleToZero struct {
+	// Mesh is the service mesh the Functions run in: "istio" runs the
+	// activator with an Istio sidecar, which wraps its requests to the
+	// Functions' Pods in the mesh's mutual TLS (for namespaces whose Pods
+	// get sidecars and a mesh that requires mutual TLS, as Kyma's Istio
+	// module does), and gives each Function that scales to zero a headless
+	// Service <function>-private that names its Pods to the mesh. ""
+	// (default): the activator has no sidecar and speaks plain HTTP to the
+	// Pods, which a mesh in STRICT mode refuses.
+	// +kubebuilder:validation:Enum="";istio
+	// +optional
+	Mesh string `json:"mesh,omitempty"`
 }
 
 // DockerRegistry selects the registry for Function images.
@@ -186,6 +207,11 @@ const (
 	FunctionModeBuild     = "build"
 	FunctionModeBuildless = "buildless"
 )
+
+// MeshIstio is spec.scaleToZero.mesh for Istio, also the chart value
+// activator.mesh, the activator's ACTIVATOR_MESH and the Function
+// controller's APP_SCALE_TO_ZERO_MESH.
+const MeshIstio = "istio"
 
 // BuildlessModeAnnotation on the Serverless CR chose the mode in
 // serverless-operator 1.8–1.11: "enabled" for buildless, "disabled" for

@@ -170,6 +170,11 @@ type EffectiveConfiguration struct {
 	// installed: "True" or "False", the values upstream's operator writes.
 	// +kubebuilder:validation:Enum=True;False
 	NetworkPoliciesEnabled string `json:"networkPoliciesEnabled,omitempty"`
+	// ScaleToZeroMesh is the service mesh the activator runs in ("istio");
+	// absent without one.
+	// +kubebuilder:validation:Enum=istio
+	// +optional
+	ScaleToZeroMesh string `json:"scaleToZeroMesh,omitempty"`
 }
 
 // RegistryUsage is how full the internal registry's volume is.
