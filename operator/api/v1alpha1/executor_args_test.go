@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // functionBuildExecutorArgs accepts the allow-listed kaniko flags and those

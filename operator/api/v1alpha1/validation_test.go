@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // The CRD's OpenAPI and CEL rules stop bad input at admission, each with a

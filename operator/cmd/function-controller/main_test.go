@@ -24,8 +24,8 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 func freeAddress(t *testing.T) string {

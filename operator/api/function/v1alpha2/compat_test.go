@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // The CRD stays one version, served and stored as before: no stored

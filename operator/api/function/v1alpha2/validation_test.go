@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 const inline = `"source":{"inline":{"source":"module.exports = { main: () => 'hi' }"}}`

@@ -28,7 +28,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/copies"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 const (

@@ -17,7 +17,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // TestAPIServerRoundTrip creates every built object in a real API server and

@@ -31,9 +31,9 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/app"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/reconciler"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 const ns = "kyma-system"

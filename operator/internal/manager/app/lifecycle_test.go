@@ -19,8 +19,8 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/reconciler"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 func conditionOf(cr *v1alpha1.Serverless, t string) metav1.Condition {

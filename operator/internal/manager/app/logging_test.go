@@ -23,9 +23,9 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/reconciler"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // crPolicy names the install manifest's admission policy for the

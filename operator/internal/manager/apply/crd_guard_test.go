@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // CountInstances against a real API server: the objects are listed at the

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 type discardEvents struct{}

@@ -23,8 +23,8 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // cacheMissedAll is a Live whose cache saw none of the module's objects, as

@@ -27,11 +27,11 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/render"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/operator/pkg/registryagent"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/tests/support/cliext"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // cliExtension reads the `kyma function` commands from the ConfigMap the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // FuzzAdmittedSpecsRender: whatever Serverless spec the API server admits

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // Users get Functions through the built-in roles: edit may change them and

@@ -22,10 +22,10 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/scope"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/scope/namespaced"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 const home = module.DefaultNamespace

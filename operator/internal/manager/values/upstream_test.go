@@ -21,7 +21,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/render"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // upstreamDefaultArgs are the build flags our chart sets where upstream's

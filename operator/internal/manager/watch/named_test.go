@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
-	"github.com/kyma-project/serverless-manager/operator/internal/testenv"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 const ns = "kyma-system"

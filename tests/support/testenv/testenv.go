@@ -8,11 +8,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
@@ -54,7 +57,7 @@ func Start(t testing.TB, crdDirs ...string) *Env {
 			t.Logf("stopping the API server: %v", err)
 		}
 	})
-	s, err := watch.NewScheme()
+	s, err := scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +66,19 @@ func Start(t testing.TB, crdDirs ...string) *Env {
 		t.Fatalf("creating a client: %v", err)
 	}
 	return &Env{Config: cfg, Client: c, env: env}
+}
+
+// scheme is the manager's (watch.NewScheme), which a package outside
+// operator/ cannot import: Kubernetes' built-in kinds, CRDs and the
+// Serverless CR.
+func scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // String describes the environment for logs.
