@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
-	"github.com/kyma-project/serverless-manager/operator/pkg/gittest"
+	"github.com/kyma-project/serverless-manager/tests/support/gittest"
 )
 
 func gitFunction(ns, name, url, reference, secret string) *v1alpha2.Function {

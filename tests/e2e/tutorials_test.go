@@ -49,9 +49,9 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
-	"github.com/kyma-project/serverless-manager/operator/pkg/gittest"
 	"github.com/kyma-project/serverless-manager/tests/docs"
 	"github.com/kyma-project/serverless-manager/tests/framework"
+	"github.com/kyma-project/serverless-manager/tests/support/gittest"
 )
 
 // tutorials is the install the tutorials are followed on.

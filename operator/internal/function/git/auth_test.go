@@ -13,7 +13,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
-	"github.com/kyma-project/serverless-manager/operator/pkg/gittest"
+	"github.com/kyma-project/serverless-manager/tests/support/gittest"
 )
 
 func TestAuthFromSecret(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
-	"github.com/kyma-project/serverless-manager/operator/pkg/gittest"
+	"github.com/kyma-project/serverless-manager/tests/support/gittest"
 )
 
 // tree lists the files under dir (relative slash paths → content; symbolic

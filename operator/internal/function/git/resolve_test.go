@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
-	"github.com/kyma-project/serverless-manager/operator/pkg/gittest"
+	"github.com/kyma-project/serverless-manager/tests/support/gittest"
 )
 
 // fixture is a repository with a branch whose name has a "/", a

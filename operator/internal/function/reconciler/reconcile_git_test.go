@@ -16,7 +16,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/git"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
-	"github.com/kyma-project/serverless-manager/operator/pkg/gittest"
+	"github.com/kyma-project/serverless-manager/tests/support/gittest"
 )
 
 // countingResolver counts the remote checks of the real resolver.
