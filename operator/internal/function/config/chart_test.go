@@ -38,7 +38,7 @@ func knownVariables() []string {
 		config.EnvImagePullAccountName, config.EnvTargetCPUUtilizationPercentage, config.EnvRequeueDuration,
 		config.EnvFunctionReadyRequeueDuration, config.EnvGitFetchRequeueDuration, config.EnvResourceConfig,
 		config.EnvBuildExecutorArgs, config.EnvBuildRepoFetcherImage,
-		config.EnvBuildMaxSimultaneousJobs, config.EnvRegistryCleanupExternal)
+		config.EnvBuildMaxSimultaneousJobs, config.EnvRegistryCleanupExternal, config.EnvScaleToZeroMesh)
 }
 
 // rendered is what the chart gives the controller: its env and the log
@@ -222,6 +222,19 @@ func TestChartEnvironment(t *testing.T) {
 				return c
 			},
 			wantLog: config.LogConfig{Level: "debug", Format: "text"}, functionDefault: "XL", buildDefault: "fast",
+		},
+		{
+			name: "manager mesh mode", namespace: "kyma-system",
+			values: func(t *testing.T) map[string]any {
+				return managerValues(t, v1alpha1.ServerlessSpec{ScaleToZero: &v1alpha1.ScaleToZero{Mesh: v1alpha1.MeshIstio}},
+					values.Facts{Namespace: "kyma-system", Nodes: 3}, nil)
+			},
+			want: func() config.Config {
+				c := chartEnvironment("kyma-system")
+				c.ScaleToZeroMesh = v1alpha1.MeshIstio
+				return c
+			},
+			wantLog: config.LogConfig{Level: "info", Format: "json"}, functionDefault: "L", buildDefault: "normal",
 		},
 	}
 	for _, tt := range tests {

@@ -53,6 +53,9 @@ const (
 	// Buildless mode (ours; release 1.13 reads these from its config file).
 	EnvFunctionMode       = "APP_FUNCTION_MODE"
 	EnvBuildlessInitImage = "APP_FUNCTION_BUILDLESS_INIT_IMAGE"
+	// Scale to zero in a service mesh (ours; the Serverless CR's
+	// spec.scaleToZero.mesh).
+	EnvScaleToZeroMesh = "APP_SCALE_TO_ZERO_MESH"
 )
 
 // EnvRuntimeImage is the variable naming the runtime image of rt in
@@ -122,6 +125,12 @@ type Config struct {
 
 	Mode      Mode            // APP_FUNCTION_MODE
 	Buildless BuildlessConfig // read in both modes, required in buildless mode
+
+	// ScaleToZeroMesh is the service mesh the activator runs in:
+	// v1alpha1.MeshIstio gives each scale-to-zero Function the headless
+	// Service by which the activator's sidecar reaches its Pods
+	// (docs/contributor/scale-to-zero.md, Mesh Mode); "" none.
+	ScaleToZeroMesh string // APP_SCALE_TO_ZERO_MESH
 
 	// FIPSMode (KYMA_FIPS_MODE_ENABLED, docs/contributor/fips.md): the
 	// controller runs FIPS 140-only (checked at start), and so do the
@@ -219,6 +228,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		RegistryCleanupExternal: r.boolean(EnvRegistryCleanupExternal, false),
 		Mode:                    r.mode(EnvFunctionMode),
 		Buildless:               BuildlessConfig{InitImage: r.image(EnvBuildlessInitImage)},
+		ScaleToZeroMesh:         r.oneOf(EnvScaleToZeroMesh, v1alpha1.MeshIstio),
 		FIPSMode:                r.boolean(fips.EnvMode, false),
 	}
 	for _, rt := range v1alpha2.Runtimes() {

@@ -142,6 +142,8 @@ func TestLoadVariable(t *testing.T) {
 			}, invalid: []string{"init\timage"}},
 		{env: "APP_REGISTRY_CLEANUP_EXTERNAL", value: "true",
 			want: func(c *config.Config) { c.RegistryCleanupExternal = true }, invalid: []string{"yes please"}},
+		{env: "APP_SCALE_TO_ZERO_MESH", value: "istio",
+			want: func(c *config.Config) { c.ScaleToZeroMesh = "istio" }, invalid: []string{"Istio", "linkerd", "true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {

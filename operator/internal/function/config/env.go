@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,19 @@ func (r *envReader) mode(name string) Mode {
 	}
 	r.fail(name, v, fmt.Errorf("must be %q or %q", ModeBuild, ModeBuildless))
 	return ModeBuild
+}
+
+// oneOf is one of allowed, "" when absent.
+func (r *envReader) oneOf(name string, allowed ...string) string {
+	v, ok := r.value(name)
+	if !ok {
+		return ""
+	}
+	if slices.Contains(allowed, v) {
+		return v
+	}
+	r.fail(name, v, fmt.Errorf("must be one of %q or empty", allowed))
+	return ""
 }
 
 // image is an image reference ("" when absent); one with blanks inside

@@ -119,6 +119,9 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 	if spec.Eventing != nil {
 		v.Controller.Configuration.FunctionPublisherProxyAddress = spec.Eventing.Endpoint
 	}
+	if mesh := scaleToZeroMesh(spec); mesh != "" {
+		v.Activator = &Activator{Mesh: mesh}
+	}
 	switch {
 	case spec.Tracing != nil:
 		v.Controller.Configuration.FunctionTraceCollectorEndpoint = spec.Tracing.Endpoint
@@ -160,8 +163,17 @@ func Build(spec v1alpha1.ServerlessSpec, f Facts) (Result, error) {
 		LogLevel:                 v.Controller.LogLevel,
 		LogFormat:                v.Controller.LogFormat,
 		NetworkPoliciesEnabled:   upstreamBool(v.NetworkPolicies.Enabled),
+		ScaleToZeroMesh:          scaleToZeroMesh(spec),
 	}
 	return res, nil
+}
+
+// scaleToZeroMesh is spec.scaleToZero.mesh, "" when unset.
+func scaleToZeroMesh(spec v1alpha1.ServerlessSpec) string {
+	if spec.ScaleToZero == nil {
+		return ""
+	}
+	return spec.ScaleToZero.Mesh
 }
 
 // registry fills the registry values and returns what the status shows.

@@ -71,6 +71,7 @@ func checkSpec(spec v1alpha1.ServerlessSpec) error {
 		positiveDuration("healthzLivenessTimeout", spec.HealthzLivenessTimeout),
 		oneOf("defaultBuildJobPreset", spec.DefaultBuildJobPreset, "local-dev", "slow", "normal", "fast"),
 		oneOf("defaultRuntimePodPreset", spec.DefaultRuntimePodPreset, "XS", "S", "M", "L", "XL"),
+		oneOf("scaleToZero.mesh", scaleToZeroMesh(spec), v1alpha1.MeshIstio),
 	} {
 		if err != nil {
 			return err

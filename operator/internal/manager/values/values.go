@@ -21,6 +21,17 @@ type Values struct {
 	NetworkPolicies Toggle         `json:"networkPolicies"`
 	// Containers holds the FIPS switch under release 1.13's key.
 	Containers Containers `json:"containers"`
+	// Activator is set only in mesh mode: without it the chart's defaults
+	// render as before.
+	Activator *Activator `json:"activator,omitempty"`
+}
+
+// Activator is the part of the chart's values.activator the manager sets.
+type Activator struct {
+	// Mesh is spec.scaleToZero.mesh: v1alpha1.MeshIstio runs the activator
+	// with an Istio sidecar, and the Function controller gives each
+	// scale-to-zero Function the headless Service the sidecar routes by.
+	Mesh string `json:"mesh"`
 }
 
 // Containers is release 1.13's values.containers, of which the module has
