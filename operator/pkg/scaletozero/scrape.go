@@ -71,12 +71,19 @@ func (e *StatusError) Error() string { return "status " + e.Status }
 // over plain HTTP, as Prometheus does (the Service's annotations name that
 // endpoint), and reads its call counters.
 func ScrapeCounters(ctx context.Context, c *http.Client, address string) (Sample, error) {
+	return ScrapeCountersWithHost(ctx, c, address, "")
+}
+
+// ScrapeCountersWithHost is ScrapeCounters with the request's Host set to
+// host ("" the address), for a mesh that routes by it (MeshAuthority).
+func ScrapeCountersWithHost(ctx context.Context, c *http.Client, address, host string) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, ScrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+"/metrics", nil)
 	if err != nil {
 		return Sample{}, fmt.Errorf("scraping %s: %w", address, err)
 	}
+	req.Host = host
 	resp, err := c.Do(req)
 	if err != nil {
 		return Sample{}, fmt.Errorf("scraping %s: %w", address, err)

@@ -113,3 +113,21 @@ func TestScrapeCounters(t *testing.T) {
 		assert.Contains(t, err.Error(), "scraping "+address)
 	})
 }
+
+// A scrape with a Host dials the address and names the host (the mesh's
+// route); without one the Host is the address, as before.
+func TestScrapeCountersWithHost(t *testing.T) {
+	var hosts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts = append(hosts, r.Host)
+		_, _ = w.Write([]byte("# TYPE function_calls_total counter\nfunction_calls_total{method=\"GET\"} 2\n"))
+	}))
+	t.Cleanup(srv.Close)
+	address := strings.TrimPrefix(srv.URL, "http://")
+	got, err := ScrapeCountersWithHost(context.Background(), srv.Client(), address, "hello-private.default")
+	require.NoError(t, err)
+	assert.Equal(t, Sample{Calls: 2}, got)
+	_, err = ScrapeCounters(context.Background(), srv.Client(), address)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"hello-private.default", address}, hosts)
+}
