@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -91,9 +92,13 @@ func parse(args []string, lookup func(string) (string, bool), out io.Writer) (co
 }
 
 // The leader's Lease in the activator's namespace: create (a name cannot
-// bound it), and get and update on its own name only.
+// bound it), and get and update on its own name only. Leader election
+// records its events on the Lease through the core API (controller-runtime
+// gives it the core recorder, not the events.k8s.io one the activator's
+// own events use), so create and patch core events there too.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=create,namespace=kyma-system
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=serverless-activator,namespace=kyma-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kyma-system
 
 func main() {
 	fips.RefuseUnlessEnforced(module.Activator().Binary)
@@ -129,22 +134,7 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(restCfg, manager.Options{
-		Scheme:                        scheme,
-		Cache:                         activator.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: cfg.metricsAddr},
-		HealthProbeBindAddress:        cfg.probeAddr,
-		LeaderElection:                cfg.leaderElection,
-		LeaderElectionID:              module.ActivatorLeaseName,
-		LeaderElectionNamespace:       cfg.namespace,
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionReleaseOnCancel: true,
-		// A stopping replica serves while EndpointSlices list it, then
-		// answers what it holds within the hold timeout; the Pod's
-		// termination grace period is longer than both.
-		GracefulShutdownTimeout: ptrTo(activator.DefaultLeave + cfg.holdTimeout + 5*time.Second),
-		Client:                  client.Options{FieldOwner: id.Name},
-	})
+	mgr, err := ctrl.NewManager(restCfg, managerOptions(cfg, scheme))
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -167,6 +157,26 @@ func run(cfg config) error {
 	}
 	logger.Info("starting", "namespace", cfg.namespace, "address", cfg.address, "holdTimeout", cfg.holdTimeout.String(), "leaderElection", cfg.leaderElection)
 	return mgr.Start(ctx)
+}
+
+// managerOptions are the activator's controller-runtime settings.
+func managerOptions(cfg config, scheme *runtime.Scheme) manager.Options {
+	return manager.Options{
+		Scheme:                        scheme,
+		Cache:                         activator.CacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: cfg.metricsAddr},
+		HealthProbeBindAddress:        cfg.probeAddr,
+		LeaderElection:                cfg.leaderElection,
+		LeaderElectionID:              module.ActivatorLeaseName,
+		LeaderElectionNamespace:       cfg.namespace,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionReleaseOnCancel: true,
+		// A stopping replica serves while EndpointSlices list it, then
+		// answers what it holds within the hold timeout; the Pod's
+		// termination grace period is longer than both.
+		GracefulShutdownTimeout: ptrTo(activator.DefaultLeave + cfg.holdTimeout + 5*time.Second),
+		Client:                  client.Options{FieldOwner: module.Activator().Name},
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -32,8 +32,11 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
 
-// Leader election uses a Lease in the base namespace.
+// Leader election uses a Lease in the base namespace, and records its
+// events on the Lease through the core API (controller-runtime gives it the
+// core recorder, not the events.k8s.io one the controller's own events use).
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kyma-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kyma-system
 
 func main() {
 	// Before the subcommands: the build Job's steps run this binary too.
