@@ -35,7 +35,10 @@ type pass struct {
 	jobs        []batchv1.Job
 	deployments []appsv1.Deployment
 	services    []corev1.Service
-	hpas        []autoscalingv2.HorizontalPodAutoscaler
+	// privateServices: the private Service of mesh mode (mesh.go), kept
+	// apart from services, which the Service step keeps to one.
+	privateServices []corev1.Service
+	hpas            []autoscalingv2.HorizontalPodAutoscaler
 	// endpointSlices: the activator slice of a scale-to-zero Function and
 	// the slices the cluster made for its Service (they copy its labels).
 	endpointSlices []discoveryv1.EndpointSlice

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/internal/steps"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // observe lists the Function's children from the cache by the three internal
@@ -43,8 +44,9 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) (steps.Outcome, error
 }
 
 // observeRunning lists what runs the Function: its Deployments and
-// Services, and the EndpointSlices of scale to zero (in buildless mode the
-// cache holds no other kind).
+// Services (the private one of mesh mode apart, by its name), and the
+// EndpointSlices of scale to zero (in buildless mode the cache holds no
+// other kind).
 func (r *Reconciler) observeRunning(ctx context.Context, p *pass) (steps.Outcome, error) {
 	var (
 		deps appsv1.DeploymentList
@@ -55,7 +57,15 @@ func (r *Reconciler) observeRunning(ctx context.Context, p *pass) (steps.Outcome
 		return steps.Outcome{}, err
 	}
 	p.deployments = live(deps.Items)
-	p.services = live(svcs.Items)
+	p.services, p.privateServices = nil, nil
+	private := scaletozero.PrivateServiceName(p.fn.Name)
+	for _, svc := range live(svcs.Items) {
+		if svc.Name == private {
+			p.privateServices = append(p.privateServices, svc)
+			continue
+		}
+		p.services = append(p.services, svc)
+	}
 	p.endpointSlices = live(eps.Items)
 	return steps.Next(), nil
 }

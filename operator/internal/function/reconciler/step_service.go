@@ -17,18 +17,26 @@ import (
 // (the mode's); other Services with the Function's labels are deleted. A
 // Service of that name that is not the Function's (no internal labels) is
 // not taken over: Running False ServiceFailed says so. A scale-to-zero
-// Function's Service loses its selector while the Function is parked (route).
+// Function's Service loses its selector while the Function is parked
+// (route); in mesh mode it has a private Service too (privateService).
 func (r *Reconciler) service(desiredOf func(*pass) *corev1.Service) func(context.Context, *pass) (steps.Outcome, error) {
 	return func(ctx context.Context, p *pass) (steps.Outcome, error) {
 		desired := desiredOf(p)
 		if scaletozero.Enabled(p.fn) {
-			return r.route(ctx, p, desired)
+			if out, err := r.route(ctx, p, desired); err != nil || out.Ends() {
+				return out, err
+			}
+			return r.privateService(ctx, p)
 		}
 		if out, err := r.keepService(ctx, p, desired); err != nil || out.Ends() {
 			return out, err
 		}
-		// Scale to zero turned off: the selector is back, the slice goes.
-		return steps.Next(), r.dropSlices(ctx, p, nil)
+		// Scale to zero turned off: the selector is back, the slice and
+		// the private Service go.
+		if err := r.dropSlices(ctx, p, nil); err != nil {
+			return steps.Outcome{}, err
+		}
+		return r.privateService(ctx, p)
 	}
 }
 
