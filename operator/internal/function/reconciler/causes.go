@@ -5,10 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,9 +14,10 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
-// The pure half of "why does it wait": the state of Pods, ReplicaSets and
-// Jobs as the cluster reports it, turned into the condition that names
-// the cause. The steps decide when to read that state (build, rollout).
+// The pure half of "why does it wait": the state of Pods and ReplicaSets
+// as the cluster reports it, turned into the condition that names the
+// cause. The steps decide when to read that state (rollout, and build for
+// its Job's Pod: buildCause).
 
 // cause is why a build or a replica waits: the condition that says so.
 type cause struct {
@@ -112,70 +111,6 @@ func unschedulable(pod *corev1.Pod) *corev1.PodCondition {
 		}
 	}
 	return nil
-}
-
-// buildCause names why job's build does not run, or returns nil: its Pod
-// not placed, with the scheduler's message, or, while it has no Pod, the
-// API server's answer to the last try to create one (refusal, the newest
-// FailedCreate event of the Job; nil if none).
-func buildCause(job *batchv1.Job, pods []corev1.Pod, refusal *corev1.Event) *cause {
-	live := jobPods(job, pods)
-	for _, pod := range live {
-		if c := unschedulable(pod); c != nil {
-			return &cause{corev1.ConditionUnknown, v1alpha2.ReasonJobPodUnschedulable,
-				fmt.Sprintf("Job %s: Pod %s%s%s", job.Name, pod.Name, v1alpha2.NotPlacedSeparator, c.Message)}
-		}
-	}
-	if len(live) > 0 || refusal == nil {
-		return nil
-	}
-	// The controllers prefix the API server's answer with their own words.
-	answer := strings.TrimPrefix(refusal.Message, "Error creating: ")
-	return &cause{corev1.ConditionFalse, v1alpha2.ReasonJobPodRefused,
-		fmt.Sprintf("Job %s cannot create its Pod: %s", job.Name, answer)}
-}
-
-// jobPods are the Pods of job that are not being deleted.
-func jobPods(job *batchv1.Job, pods []corev1.Pod) []*corev1.Pod {
-	var out []*corev1.Pod
-	for i := range pods {
-		if pods[i].Labels[resources.LabelJobName] == job.Name && pods[i].DeletionTimestamp == nil {
-			out = append(out, &pods[i])
-		}
-	}
-	return out
-}
-
-// newestRefusal is the newest Warning event FailedCreate among events, or
-// nil.
-func newestRefusal(events []corev1.Event) *corev1.Event {
-	var newest *corev1.Event
-	for i := range events {
-		e := &events[i]
-		if e.Reason != failedCreate || e.Type != corev1.EventTypeWarning {
-			continue
-		}
-		if newest == nil || lastSeen(e).After(lastSeen(newest)) {
-			newest = e
-		}
-	}
-	return newest
-}
-
-// lastSeen is when an event last happened, in whichever field its
-// recorder filled (core/v1 recorders: lastTimestamp; events.k8s.io:
-// series or eventTime).
-func lastSeen(e *corev1.Event) time.Time {
-	var t time.Time
-	for _, c := range []time.Time{e.CreationTimestamp.Time, e.FirstTimestamp.Time, e.LastTimestamp.Time, e.EventTime.Time} {
-		if c.After(t) {
-			t = c
-		}
-	}
-	if e.Series != nil && e.Series.LastObservedTime.After(t) {
-		t = e.Series.LastObservedTime.Time
-	}
-	return t
 }
 
 // containerTrouble names why cs (an init container's status when init)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
-	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 )
 
 func TestValidateFunction(t *testing.T) {
@@ -218,43 +216,6 @@ func TestStatusEvents(t *testing.T) {
 	}
 }
 
-func failedJob(fn *v1alpha2.Function, failedAt time.Time) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello-build-x", Labels: resources.FunctionLabels(fn),
-			Annotations: map[string]string{AnnotationGeneration: "1"}},
-		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{
-			Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit",
-			LastTransitionTime: metav1.NewTime(failedAt),
-		}}},
-	}
-}
-
-func TestRetryIn(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name string
-		edit func(fn *v1alpha2.Function, j *batchv1.Job)
-		want time.Duration
-	}{
-		{"within the backoff", func(*v1alpha2.Function, *batchv1.Job) {}, 20 * time.Second},
-		{"backoff over", func(_ *v1alpha2.Function, j *batchv1.Job) {
-			j.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-time.Minute))
-		}, 0},
-		{"Function spec changed since", func(fn *v1alpha2.Function, _ *batchv1.Job) { fn.Generation = 2 }, 0},
-		{"Function labels changed since", func(fn *v1alpha2.Function, _ *batchv1.Job) {
-			fn.Labels = map[string]string{"local.serverless.kyma-project.io/build": "ok"}
-		}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fn := newFunction("hello")
-			j := failedJob(fn, now.Add(-10*time.Second))
-			tt.edit(fn, j)
-			assert.Equal(t, tt.want, retryIn(j, jobCondition(j, batchv1.JobFailed), fn, 30*time.Second, now))
-		})
-	}
-}
-
 func TestRetryDelayDoublesUpToTheCap(t *testing.T) {
 	r := newRetries()
 	key := types.NamespacedName{Namespace: "a", Name: "b"}
@@ -266,13 +227,6 @@ func TestRetryDelayDoublesUpToTheCap(t *testing.T) {
 	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute}, got)
 	r.reset(key)
 	assert.Equal(t, 30*time.Second, r.delay(key, 30*time.Second))
-}
-
-func TestJobFailure(t *testing.T) {
-	assert.Equal(t, "DeadlineExceeded: Job was active longer than specified deadline",
-		jobFailure(&batchv1.JobCondition{Reason: "DeadlineExceeded", Message: "Job was active longer than specified deadline"}))
-	assert.Equal(t, "PodFailurePolicy", jobFailure(&batchv1.JobCondition{Reason: "PodFailurePolicy"}))
-	assert.Equal(t, "no reason given", jobFailure(&batchv1.JobCondition{}))
 }
 
 func TestFirstRolloutWait(t *testing.T) {

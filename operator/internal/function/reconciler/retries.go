@@ -19,6 +19,12 @@ type retries struct {
 
 func newRetries() *retries { return &retries{n: map[types.NamespacedName]int{}} }
 
+func (r *retries) reset(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.n, key)
+}
+
 // delay is base doubled per earlier retry, capped at maxRetryDelay.
 func (r *retries) delay(key types.NamespacedName, base time.Duration) time.Duration {
 	r.mu.Lock()
@@ -35,10 +41,4 @@ func (r *retries) retried(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n[key]++
-}
-
-func (r *retries) reset(key types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.n, key)
 }

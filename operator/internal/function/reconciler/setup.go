@@ -122,30 +122,6 @@ func (r *Reconciler) copyHandler(matches func(client.Object) bool) handler.Event
 	})
 }
 
-// WakeHandler enqueues the longest-waiting Functions (as many as there are
-// slots) whenever a build Job finishes or goes away.
-func (s *BuildSlots) WakeHandler() handler.EventHandler {
-	wake := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, key := range s.Waiting(s.max) {
-			q.Add(reconcile.Request{NamespacedName: key})
-		}
-	}
-	return handler.Funcs{
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			old, okOld := e.ObjectOld.(*batchv1.Job)
-			cur, okNew := e.ObjectNew.(*batchv1.Job)
-			if okOld && okNew && !jobDone(old) && jobDone(cur) {
-				wake(q)
-			}
-		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if j, ok := e.Object.(*batchv1.Job); ok && !jobDone(j) {
-				wake(q)
-			}
-		},
-	}
-}
-
 // sliceFunction maps an EndpointSlice to its Function: always for a slice
 // of ours (one left from scale to zero goes), for the Service's own slices
 // only when the Function scales to zero (no pass per Pod readiness change

@@ -60,8 +60,9 @@ func (r *Reconciler) gitSource(ctx context.Context, p *pass) (steps.Outcome, err
 	if p.fn.Spec.Source.GitRepository == nil {
 		return r.noSource(p)
 	}
-	if r.ownImageMissing(p, v1alpha2.ConditionConfigurationReady) {
-		return steps.Fail(v1alpha2.ReasonPrerequisitesMissing), nil
+	if missing := r.ownImageMissing(); missing != nil {
+		setCondition(&p.status, v1alpha2.ConditionConfigurationReady, missing.status, missing.reason, missing.message, p.now)
+		return steps.Fail(missing.reason), nil
 	}
 	// A Function switched from inline to Git keeps no source ConfigMap.
 	for i := range p.configMaps {

@@ -60,3 +60,19 @@ func TestBuildSlotsPause(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, started)
 }
+
+// Each waiting Function knows how many wait longer than it.
+func TestBuildSlotsQueue(t *testing.T) {
+	s := NewBuildSlots(nil, 1, &gauge{})
+	t0 := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: n} }
+	s.waiting = map[types.NamespacedName]time.Time{key("c"): t0.Add(time.Second), key("a"): t0, key("b"): t0, key("d"): t0.Add(time.Minute)}
+	for name, want := range map[string]int{"a": 0, "b": 1, "c": 2, "d": 3, "not-waiting": 0} {
+		ahead, paused := s.Queue(key(name))
+		assert.Equal(t, want, ahead, name)
+		assert.False(t, paused)
+	}
+	s.paused = true
+	_, paused := s.Queue(key("a"))
+	assert.True(t, paused)
+}
