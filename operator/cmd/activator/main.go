@@ -22,6 +22,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/activator"
 	"github.com/kyma-project/serverless-manager/operator/internal/logging"
 	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
@@ -40,6 +41,9 @@ const (
 	// EnvPodIP is the replica's Pod address (the downward API): a stopping
 	// replica serves until no EndpointSlice lists it.
 	EnvPodIP = "POD_IP"
+	// EnvMesh is the service mesh the activator runs in: "istio" (mesh
+	// mode, docs/contributor/scale-to-zero.md) or none.
+	EnvMesh = "ACTIVATOR_MESH"
 )
 
 type config struct {
@@ -51,6 +55,7 @@ type config struct {
 	leaderElection bool
 	logLevel       string
 	logFormat      string
+	mesh           string
 }
 
 // parse reads the flags over the environment's defaults.
@@ -66,6 +71,7 @@ func parse(args []string, lookup func(string) (string, bool), out io.Writer) (co
 	}
 	cfg.namespace, _ = lookup(EnvNamespace)
 	cfg.address, _ = lookup(EnvPodIP)
+	cfg.mesh, _ = lookup(EnvMesh)
 	flags := flag.NewFlagSet(id.Binary, flag.ContinueOnError)
 	flags.SetOutput(out)
 	flags.DurationVar(&cfg.holdTimeout, "hold-timeout", cfg.holdTimeout, "how long a request waits for a replica (env "+EnvHoldTimeout+")")
@@ -76,11 +82,15 @@ func parse(args []string, lookup func(string) (string, bool), out io.Writer) (co
 	flags.BoolVar(&cfg.leaderElection, "leader-elect", true, "elect a leader (Lease "+module.ActivatorLeaseName+") to scale idle Functions to zero")
 	flags.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
 	flags.StringVar(&cfg.logFormat, "log-format", "json", "json or text")
+	flags.StringVar(&cfg.mesh, "mesh", cfg.mesh, "the service mesh the activator's sidecar belongs to: "+v1alpha1.MeshIstio+", or empty for none (env "+EnvMesh+")")
 	if err := flags.Parse(args); err != nil {
 		return cfg, err
 	}
 	if flags.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", flags.Arg(0))
+	}
+	if cfg.mesh != "" && cfg.mesh != v1alpha1.MeshIstio {
+		return cfg, fmt.Errorf("the mesh %q is none the activator knows: %q or empty", cfg.mesh, v1alpha1.MeshIstio)
 	}
 	if cfg.holdTimeout < time.Second {
 		return cfg, fmt.Errorf("the hold timeout %s is shorter than 1s", cfg.holdTimeout)
@@ -140,7 +150,7 @@ func run(cfg config) error {
 	}
 	if err := activator.Setup(ctx, mgr, activator.AppOptions{
 		HoldTimeout: cfg.holdTimeout, Metrics: crmetrics.Registry, Events: mgr.GetEventRecorder(id.Name),
-		Address: cfg.address,
+		Address: cfg.address, Mesh: cfg.mesh,
 	}); err != nil {
 		return err
 	}
@@ -155,7 +165,7 @@ func run(cfg config) error {
 	}); err != nil {
 		return err
 	}
-	logger.Info("starting", "namespace", cfg.namespace, "address", cfg.address, "holdTimeout", cfg.holdTimeout.String(), "leaderElection", cfg.leaderElection)
+	logger.Info("starting", "namespace", cfg.namespace, "address", cfg.address, "holdTimeout", cfg.holdTimeout.String(), "leaderElection", cfg.leaderElection, "mesh", cfg.mesh)
 	return mgr.Start(ctx)
 }
 

@@ -37,6 +37,14 @@ func TestParse(t *testing.T) {
 		{name: "no namespace for the Lease", wantErr: "set POD_NAMESPACE"},
 		{name: "a stray argument", args: []string{"serve"}, env: map[string]string{EnvNamespace: "ns"},
 			wantErr: `unexpected argument "serve"`},
+		{name: "mesh mode from the chart", env: map[string]string{EnvNamespace: "ns", EnvMesh: "istio"},
+			want: config{namespace: "ns", holdTimeout: time.Minute, metricsAddr: ":8080", probeAddr: ":8081",
+				leaderElection: true, logLevel: "info", logFormat: "json", mesh: "istio"}},
+		{name: "mesh mode off by the flag", args: []string{"--mesh="}, env: map[string]string{EnvNamespace: "ns", EnvMesh: "istio"},
+			want: config{namespace: "ns", holdTimeout: time.Minute, metricsAddr: ":8080", probeAddr: ":8081",
+				leaderElection: true, logLevel: "info", logFormat: "json"}},
+		{name: "a mesh it does not know", env: map[string]string{EnvNamespace: "ns", EnvMesh: "linkerd"},
+			wantErr: `the mesh "linkerd" is none the activator knows`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,4 +68,5 @@ func TestHelpNamesTheEnvironment(t *testing.T) {
 	assert.Contains(t, out.String(), EnvHoldTimeout)
 	assert.Contains(t, out.String(), EnvNamespace)
 	assert.Contains(t, out.String(), EnvPodIP)
+	assert.Contains(t, out.String(), EnvMesh)
 }

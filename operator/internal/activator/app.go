@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // The activator's permissions (docs/contributor/scale-to-zero.md,
@@ -36,6 +38,9 @@ type AppOptions struct {
 	Events EventRecorder
 	// Address is the replica's Pod address (Listeners.Address).
 	Address string
+	// Mesh is the service mesh the activator runs in (v1alpha1.MeshIstio,
+	// docs/contributor/scale-to-zero.md, Mesh Mode); "" none.
+	Mesh string
 }
 
 // Setup adds the activator to mgr: the listeners and Holder on every
@@ -44,8 +49,12 @@ type AppOptions struct {
 func Setup(ctx context.Context, mgr manager.Manager, opts AppOptions) error {
 	id := module.Activator()
 	log := mgr.GetLogger().WithName("activator")
-	kube := &Kube{Cache: mgr.GetCache(), Client: mgr.GetClient(), Events: opts.Events, Probe: HTTPProbe(probeClient())}
-	holder, err := NewHolder(kube, kube, Options{Timeout: opts.HoldTimeout, Registerer: opts.Metrics, Recorder: kube, Timeouts: kube})
+	kube := &Kube{Cache: mgr.GetCache(), Client: mgr.GetClient(), Events: opts.Events, Probe: HTTPProbe(probeClient()), Mesh: opts.Mesh}
+	hopts := Options{Timeout: opts.HoldTimeout, Registerer: opts.Metrics, Recorder: kube, Timeouts: kube}
+	if opts.Mesh != "" {
+		hopts.Authority = func(fn types.NamespacedName) string { return scaletozero.MeshAuthority(fn.Namespace, fn.Name) }
+	}
+	holder, err := NewHolder(kube, kube, hopts)
 	if err != nil {
 		return err
 	}

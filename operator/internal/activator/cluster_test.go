@@ -491,14 +491,14 @@ type fakeProbes struct {
 	probed    map[string]int
 }
 
-func (p *fakeProbes) probe(_ context.Context, base *url.URL) error {
+func (p *fakeProbes) probe(_ context.Context, r Replica) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.probed == nil {
 		p.probed = map[string]int{}
 	}
-	p.probed[base.Host]++
-	if p.answering[base.Host] {
+	p.probed[r.URL.Host]++
+	if p.answering[r.URL.Host] {
 		return nil
 	}
 	return errors.New("connection refused")

@@ -109,6 +109,10 @@ type Options struct {
 	Recorder FailureRecorder
 	// Timeouts sets a Function's own hold timeout; Timeout for all if nil.
 	Timeouts Timeouts
+	// Authority is the Host of a request forwarded to a Function's replica
+	// (mesh mode: scaletozero.MeshAuthority, which the activator's sidecar
+	// routes by); nil or "" keeps the caller's Host.
+	Authority func(fn types.NamespacedName) string
 }
 
 // Holder answers requests for Functions: at once by forwarding to a ready
@@ -123,6 +127,8 @@ type Holder struct {
 	backoff  time.Duration
 	proxy    *httputil.ReverseProxy
 	metrics  holderMetrics
+	// authority names a Function's replicas in forwarded requests (nil: the caller's Host).
+	authority func(types.NamespacedName) string
 
 	mu       sync.Mutex
 	attempts map[types.NamespacedName]*attempt
@@ -166,13 +172,14 @@ const HeaderReason = module.ActivatorReasonHeader
 // registered.
 func NewHolder(waker Waker, replicas Replicas, opts Options) (*Holder, error) {
 	h := &Holder{
-		waker:    waker,
-		replicas: replicas,
-		recorder: opts.Recorder,
-		timeouts: opts.Timeouts,
-		timeout:  opts.Timeout,
-		backoff:  opts.FailureBackoff,
-		attempts: map[types.NamespacedName]*attempt{},
+		waker:     waker,
+		replicas:  replicas,
+		recorder:  opts.Recorder,
+		timeouts:  opts.Timeouts,
+		timeout:   opts.Timeout,
+		backoff:   opts.FailureBackoff,
+		attempts:  map[types.NamespacedName]*attempt{},
+		authority: opts.Authority,
 		metrics: holderMetrics{
 			held: prometheus.NewGauge(prometheus.GaugeOpts{
 				Name: "serverless_activator_requests_held",
@@ -339,16 +346,24 @@ type targetKey struct{}
 type forwardTo struct {
 	fn     types.NamespacedName
 	target *url.URL
+	// authority replaces the caller's Host ("": kept).
+	authority string
 }
 
 func (h *Holder) forward(w http.ResponseWriter, r *http.Request, fn types.NamespacedName, target *url.URL) {
-	ctx := context.WithValue(r.Context(), targetKey{}, forwardTo{fn: fn, target: target})
+	to := forwardTo{fn: fn, target: target}
+	if h.authority != nil {
+		to.authority = h.authority(fn)
+	}
+	ctx := context.WithValue(r.Context(), targetKey{}, to)
 	h.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // rewrite sends the request to the replica as the Service would have: the
 // same Host, path, query, headers and body. ReverseProxy drops the
 // forwarding headers before Rewrite; a caller's or gateway's are put back.
+// In mesh mode the Host names the Function's private Service, and the
+// caller's Host goes in X-Forwarded-Host unless the caller set one.
 func rewrite(pr *httputil.ProxyRequest) {
 	to := pr.In.Context().Value(targetKey{}).(forwardTo)
 	pr.SetURL(to.target)
@@ -357,6 +372,12 @@ func rewrite(pr *httputil.ProxyRequest) {
 		if v, ok := pr.In.Header[name]; ok {
 			pr.Out.Header[name] = v
 		}
+	}
+	if to.authority != "" {
+		if _, ok := pr.In.Header["X-Forwarded-Host"]; !ok {
+			pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
+		}
+		pr.Out.Host = to.authority
 	}
 }
 

@@ -82,6 +82,12 @@ type Kube struct {
 	// replica in one wake; DefaultProbeEvery and DefaultProbeLimit if zero.
 	ProbeEvery time.Duration
 	ProbeLimit int
+	// Mesh is the service mesh the activator runs in (v1alpha1.MeshIstio;
+	// "" none). In mesh mode a replica is reached with the Host of the
+	// Function's private Service (scaletozero.MeshAuthority), and only a
+	// replica that Service lists is probed or forwarded to: the
+	// activator's sidecar wraps only those requests in mutual TLS.
+	Mesh string
 
 	probed probed
 
@@ -159,10 +165,15 @@ type Replica struct {
 	// UID of its Pod ("" when the endpoint names none).
 	UID string
 	URL *url.URL
+	// Authority is the Host the activator's requests to it carry: in mesh
+	// mode, when the Function's private Service lists it; "" otherwise.
+	Authority string
 }
 
 // ReadyReplicas are the ready endpoints of the Function's Service's own
 // EndpointSlices (not the activator's), in the order the slices list them.
+// In mesh mode they are all of them, also those the private Service does
+// not list (without Authority): their scrapes fail, and the leader says why.
 func (k *Kube) ReadyReplicas(ctx context.Context, fn types.NamespacedName) ([]Replica, error) {
 	ready, _, err := k.replicas(ctx, fn)
 	return ready, err
@@ -182,6 +193,12 @@ func (k *Kube) replicas(ctx context.Context, fn types.NamespacedName) (ready, st
 	if port == 0 {
 		port = scaletozero.RuntimePort
 	}
+	var private map[string]bool
+	if k.Mesh != "" {
+		if private, err = k.privateAddresses(ctx, fn); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, s := range slices.Items {
 		if s.Labels[labelSliceOwner] == module.ActivatorSliceManagedBy {
 			continue
@@ -195,6 +212,9 @@ func (k *Kube) replicas(ctx context.Context, fn types.NamespacedName) (ready, st
 			if e.TargetRef != nil {
 				r.UID = string(e.TargetRef.UID)
 			}
+			if private[e.Addresses[0]] {
+				r.Authority = scaletozero.MeshAuthority(fn.Namespace, fn.Name)
+			}
 			// A missing ready condition means ready (the API's convention).
 			if c.Ready == nil || *c.Ready {
 				ready = append(ready, r)
@@ -206,6 +226,49 @@ func (k *Kube) replicas(ctx context.Context, fn types.NamespacedName) (ready, st
 	return ready, starting, nil
 }
 
+// privateAddresses are the addresses the Function's private Service lists
+// (mesh mode): the slices the cluster's EndpointSlice controller made for a
+// headless Service of the private name that carries the Function's name.
+// Any other Service of that name (a user's, or another Function's own
+// Service) is never named as the Host: its route would not keep the
+// address dialled.
+func (k *Kube) privateAddresses(ctx context.Context, fn types.NamespacedName) (map[string]bool, error) {
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := k.Cache.List(ctx, slices, client.InNamespace(fn.Namespace), client.MatchingLabels{
+		labelServiceName:           scaletozero.PrivateServiceName(fn.Name),
+		v1alpha2.LabelFunctionName: fn.Name,
+	}, client.HasLabels{corev1.IsHeadlessService}); err != nil {
+		return nil, fmt.Errorf("listing the EndpointSlices of Function %s's private Service: %w", fn, err)
+	}
+	out := map[string]bool{}
+	for _, s := range slices.Items {
+		if s.Labels[labelSliceOwner] == module.ActivatorSliceManagedBy {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			for _, a := range e.Addresses {
+				out[a] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// reachable keeps the replicas the activator can send requests to: all,
+// or in mesh mode those its sidecar reaches through the private Service.
+func (k *Kube) reachable(rs []Replica) []Replica {
+	if k.Mesh == "" {
+		return rs
+	}
+	out := rs[:0:0]
+	for _, r := range rs {
+		if r.Authority != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Ready returns, without waiting, a replica the cluster lists as ready, or
 // else one that answered the activator's probe moments ago.
 func (k *Kube) Ready(fn types.NamespacedName) (*url.URL, bool) {
@@ -213,6 +276,7 @@ func (k *Kube) Ready(fn types.NamespacedName) (*url.URL, bool) {
 	if err != nil {
 		return nil, false
 	}
+	ready, starting = k.reachable(ready), k.reachable(starting)
 	if len(ready) > 0 {
 		return ready[0].URL, true
 	}
@@ -265,6 +329,7 @@ func (k *Kube) Await(ctx context.Context, fn types.NamespacedName) (*url.URL, er
 		if err != nil {
 			return nil, err
 		}
+		ready, starting = k.reachable(ready), k.reachable(starting)
 		if len(ready) > 0 {
 			return ready[0].URL, nil
 		}

@@ -247,17 +247,25 @@ func (s *ScaleDowns) scrape(ctx context.Context, fn types.NamespacedName) ([]sca
 }
 
 func (s *ScaleDowns) scrapeOne(ctx context.Context, r Replica) (scaletozero.Sample, error) {
-	sample, err := scaletozero.ScrapeCounters(ctx, s.HTTP, r.URL.Host)
+	sample, err := scaletozero.ScrapeCountersWithHost(ctx, s.HTTP, r.URL.Host, r.Authority)
 	var status *scaletozero.StatusError
-	if errors.As(err, &status) && answeredTLSOnly(status.Code, status.Body) {
+	switch {
+	case !errors.As(err, &status):
+	case answeredTLSOnly(status.Code, status.Body):
 		// A TLS server answers plaintext with a 400 that says so.
 		err = fmt.Errorf("%w: %w", err, errAnswersTLS)
+	case s.mesh() && sidecarFailed(status.Code, status.Body):
+		// The activator's own sidecar answers when the replica refused it.
+		err = fmt.Errorf("%w: %w", err, errSidecarFailed)
 	}
 	if err != nil {
 		return scaletozero.Sample{}, &ScrapeError{Replica: r.URL.Host, Err: err}
 	}
 	return sample, nil
 }
+
+// mesh reports whether the activator runs in a mesh (mesh mode).
+func (s *ScaleDowns) mesh() bool { return s.Kube != nil && s.Kube.Mesh != "" }
 
 // warnRefused records a Warning event on a Function whose replica refused
 // the plaintext scrape as a mesh with STRICT mutual TLS would, in this
@@ -290,6 +298,9 @@ func (s *ScaleDowns) warnRefused(ctx context.Context, fn types.NamespacedName, w
 	}
 	s.warned[fn] = now
 	note := scrapeRefusedNote(fn.String(), replica, cause)
+	if s.mesh() {
+		note = meshScrapeRefusedNote(fn, replica, cause)
+	}
 	s.Log.Info("replicas refuse plaintext scrapes", "function", fn.String(), "replica", replica, "cause", cause)
 	if s.Kube == nil || s.Kube.Events == nil {
 		return

@@ -39,20 +39,24 @@ const (
 	healthPath = "/healthz"
 )
 
-// ProbeFunc tells whether the replica at base (http://<address>:<port>)
+// ProbeFunc tells whether the replica (its URL http://<address>:<port>)
 // answers; nil means it does.
-type ProbeFunc func(ctx context.Context, base *url.URL) error
+type ProbeFunc func(ctx context.Context, r Replica) error
 
 // HTTPProbe asks the replica's health endpoint over c, expecting 200: what
-// kubelet's startup and readiness probes ask of every Function's Pod.
+// kubelet's startup and readiness probes ask of every Function's Pod. In
+// mesh mode the request carries the replica's Authority, by which the
+// activator's sidecar reaches it.
 func HTTPProbe(c *http.Client) ProbeFunc {
-	return func(ctx context.Context, base *url.URL) error {
+	return func(ctx context.Context, r Replica) error {
+		base := r.URL
 		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath(healthPath).String(), nil)
 		if err != nil {
 			return fmt.Errorf("probing %s: %w", base.Host, err)
 		}
+		req.Host = r.Authority
 		resp, err := c.Do(req)
 		if err != nil {
 			return fmt.Errorf("probing %s: %w", base.Host, err)
@@ -165,7 +169,7 @@ func (p *probes) follow(ctx context.Context, starting []Replica) {
 		}
 		pctx, cancel := context.WithCancel(ctx)
 		p.running[key] = cancel
-		go p.loop(pctx, r.URL)
+		go p.loop(pctx, r)
 	}
 	for key, cancel := range p.running {
 		if !listed[key] {
@@ -175,15 +179,15 @@ func (p *probes) follow(ctx context.Context, starting []Replica) {
 	}
 }
 
-// loop probes u every p.every, at most p.limit times, until it answers
+// loop probes r every p.every, at most p.limit times, until it answers
 // or ctx ends.
-func (p *probes) loop(ctx context.Context, u *url.URL) {
+func (p *probes) loop(ctx context.Context, r Replica) {
 	tick := time.NewTicker(p.every)
 	defer tick.Stop()
 	for range p.limit {
-		if p.probe(ctx, u) == nil {
+		if p.probe(ctx, r) == nil {
 			select {
-			case p.first <- u:
+			case p.first <- r.URL:
 			default: // another replica answered first
 			}
 			return

@@ -35,7 +35,7 @@ func TestHTTPProbe(t *testing.T) {
 			t.Cleanup(srv.Close)
 			base, err := url.Parse(srv.URL)
 			require.NoError(t, err)
-			err = HTTPProbe(probeClient())(context.Background(), base)
+			err = HTTPProbe(probeClient())(context.Background(), Replica{URL: base})
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return
@@ -50,6 +50,21 @@ func TestHTTPProbe(t *testing.T) {
 		base, err := url.Parse(srv.URL)
 		require.NoError(t, err)
 		srv.Close()
-		assert.Error(t, HTTPProbe(probeClient())(context.Background(), base))
+		assert.Error(t, HTTPProbe(probeClient())(context.Background(), Replica{URL: base}))
+	})
+
+	// Mesh mode: the probe dials the replica and names its private
+	// Service, by which the activator's sidecar reaches it; without an
+	// Authority the Host is the address, as before.
+	t.Run("the replica's Authority is the Host", func(t *testing.T) {
+		hosts := make(chan string, 2)
+		srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { hosts <- r.Host }))
+		t.Cleanup(srv.Close)
+		base, err := url.Parse(srv.URL)
+		require.NoError(t, err)
+		require.NoError(t, HTTPProbe(probeClient())(context.Background(), Replica{URL: base, Authority: "hello-private.default"}))
+		assert.Equal(t, "hello-private.default", <-hosts)
+		require.NoError(t, HTTPProbe(probeClient())(context.Background(), Replica{URL: base}))
+		assert.Equal(t, base.Host, <-hosts)
 	})
 }

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
 // ReasonScrapeRefused is the reason of the Warning event on a Function
@@ -28,10 +32,21 @@ const (
 	resetConnection   = "connection reset"
 	closedConnection  = "connection closed without an answer"
 	answersTLS        = "the replica answers only TLS"
+	sidecarCannot     = "the activator's sidecar could not reach the replica"
 )
 
 // errAnswersTLS is a replica whose HTTP answer says that it wanted TLS.
 var errAnswersTLS = errors.New("the replica answered that it expects TLS")
+
+// errSidecarFailed is, in mesh mode, the activator's own sidecar answering
+// that the replica refused or reset its connection: what a replica's
+// sidecar in STRICT mode does to a request the activator's sidecar did not
+// wrap in mutual TLS (it did not route it by the private Service).
+var errSidecarFailed = errors.New("the activator's sidecar answered that the replica refused it")
+
+// sidecarAnswers start the body of the 503 that Envoy, Istio's sidecar,
+// answers when it could not get an answer from the upstream it chose.
+var sidecarAnswers = []string{"upstream connect error or disconnect/reset before headers"}
 
 // tlsOnlyAnswers are what TLS servers answer a plaintext HTTP request
 // with, in a 400: Go's net/http and nginx.
@@ -68,6 +83,8 @@ func PlaintextRefusal(err error) string {
 		return resetConnection
 	case errors.Is(err, errAnswersTLS):
 		return answersTLS
+	case errors.Is(err, errSidecarFailed):
+		return sidecarCannot
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return closedConnection
 	}
@@ -94,6 +111,31 @@ func answeredTLSOnly(status int, body []byte) bool {
 		}
 	}
 	return false
+}
+
+// sidecarFailed reports whether a 503's body is the activator's sidecar
+// saying that the upstream failed (mesh mode).
+func sidecarFailed(status int, body []byte) bool {
+	if status != 503 {
+		return false
+	}
+	for _, a := range sidecarAnswers {
+		if strings.Contains(string(body), a) {
+			return true
+		}
+	}
+	return false
+}
+
+// meshScrapeRefusedNote is the event's note in mesh mode: the replica, the
+// cause, and what mesh mode needs (the activator's sidecar, the
+// Function's private Service listing the replica).
+func meshScrapeRefusedNote(fn types.NamespacedName, replica, cause string) string {
+	return fmt.Sprintf("cannot scrape replica %s of Function %s: %s: in mesh mode the activator reaches the replica "+
+		"through its Istio sidecar, by the Function's private Service %s; so the Function is kept running and never "+
+		"scaled to zero; check that the activator's Pods run the istio-proxy container and that Service %s lists the "+
+		"replica, or see %s",
+		replica, fn, cause, scaletozero.MeshAuthority(fn.Namespace, fn.Name), scaletozero.PrivateServiceName(fn.Name), ScrapeRefusedGuide)
 }
 
 // scrapeRefusedNote is the event's note: the replica, the cause and the
