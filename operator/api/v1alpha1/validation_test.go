@@ -77,6 +77,11 @@ func TestServerlessValidation(t *testing.T) {
 		{"executor args not flags", `{"functionBuildExecutorArgs":"insecure,cache"}`, "spec.functionBuildExecutorArgs"},
 		{"executor args empty item", `{"functionBuildExecutorArgs":"--insecure,,--cache=true"}`, "spec.functionBuildExecutorArgs"},
 		{"network policies as text", `{"enableNetworkPolicies":"true"}`, "spec.enableNetworkPolicies"},
+		{"mesh istio", `{"scaleToZero":{"mesh":"istio"}}`, ""},
+		{"mesh empty", `{"scaleToZero":{"mesh":""}}`, ""},
+		{"scaleToZero empty", `{"scaleToZero":{}}`, ""},
+		{"a mesh the module does not know", `{"scaleToZero":{"mesh":"linkerd"}}`, "spec.scaleToZero.mesh"},
+		{"mesh spelled otherwise", `{"scaleToZero":{"mesh":"Istio"}}`, "spec.scaleToZero.mesh"},
 	}
 	bad := 0
 	for i, tt := range tests {
