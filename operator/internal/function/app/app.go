@@ -5,6 +5,7 @@ package app
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -14,12 +15,15 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,6 +160,16 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	if !opts.Config.StartupCPULimit.IsZero() {
+		resizable, err := podsResizable(mgr.GetConfig())
+		if err != nil {
+			return nil, err
+		}
+		if !resizable {
+			mgr.GetLogger().Info("the API server cannot resize Pods in place (no pods/resize): scale-to-zero Functions start with their own CPU limit")
+			opts.Config.StartupCPULimit = resource.Quantity{}
+		}
+	}
 	rOpts := reconciler.Options{Config: opts.Config, API: mgr.GetAPIReader(), Informers: mgr.GetCache(), DrainSettle: opts.DrainSettle}
 	if rOpts.ModuleSlices, err = moduleSliceCache(mgr, opts.Config.BaseNamespace); err != nil {
 		return nil, err
@@ -204,6 +218,21 @@ func Setup(mgr ctrl.Manager, opts Options) (*reconciler.InFlight, error) {
 		return nil, fmt.Errorf("setting up the copies controller: %w", err)
 	}
 	return inflight, nil
+}
+
+// podsResizable reports whether the API server serves pods/resize
+// (Kubernetes 1.33 and later: in-place Pod resize), which the startup CPU
+// of scale-to-zero Functions needs.
+func podsResizable(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("discovery client: %w", err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion("v1")
+	if err != nil {
+		return false, fmt.Errorf("discovering the core API's resources: %w", err)
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "pods/resize" }), nil
 }
 
 // jobTransform keeps of a build Job what the reconciler reads.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
@@ -56,6 +58,8 @@ const (
 	// Scale to zero in a service mesh (ours; the Serverless CR's
 	// spec.scaleToZero.mesh).
 	EnvScaleToZeroMesh = "APP_SCALE_TO_ZERO_MESH"
+	// The CPU limit a scale-to-zero Function's Pod starts with (ours).
+	EnvStartupCPULimit = "APP_FUNCTION_STARTUP_CPU_LIMIT"
 )
 
 // EnvRuntimeImage is the variable naming the runtime image of rt in
@@ -132,6 +136,13 @@ type Config struct {
 	// (docs/contributor/scale-to-zero.md, Mesh Mode); "" none.
 	ScaleToZeroMesh string // APP_SCALE_TO_ZERO_MESH
 
+	// StartupCPULimit is the CPU limit with which a scale-to-zero
+	// Function's Pods start, resized in place to the Function's own once
+	// ready (docs/contributor/scale-to-zero.md, Startup CPU); zero starts
+	// them with their own. main sets it to zero when the API server cannot
+	// resize Pods.
+	StartupCPULimit resource.Quantity // APP_FUNCTION_STARTUP_CPU_LIMIT
+
 	// FIPSMode (KYMA_FIPS_MODE_ENABLED, docs/contributor/fips.md): the
 	// controller runs FIPS 140-only (checked at start), and so do the
 	// containers it creates that check it, as in release 1.13.
@@ -174,6 +185,9 @@ const (
 	DefaultFunctionReadyRequeueDuration   = 5 * time.Minute
 	DefaultGitFetchRequeueDuration        = 30 * time.Second
 	DefaultMaxSimultaneousJobs            = 5
+	// DefaultStartupCPULimit is one CPU: a runtime's start costs about
+	// 0.1 CPU-seconds, which 150m (XS) stretches to a second.
+	DefaultStartupCPULimit = "1"
 	// Registry clean-up (ours; 1.8.4 cleaned nothing).
 	DefaultRegistryCleanupDelay    = 10 * time.Second
 	DefaultRegistryCleanupInterval = time.Hour
@@ -229,6 +243,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		Mode:                    r.mode(EnvFunctionMode),
 		Buildless:               BuildlessConfig{InitImage: r.image(EnvBuildlessInitImage)},
 		ScaleToZeroMesh:         r.oneOf(EnvScaleToZeroMesh, v1alpha1.MeshIstio),
+		StartupCPULimit:         r.quantity(EnvStartupCPULimit, resource.MustParse(DefaultStartupCPULimit)),
 		FIPSMode:                r.boolean(fips.EnvMode, false),
 	}
 	for _, rt := range v1alpha2.Runtimes() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
@@ -52,6 +53,8 @@ func defaults() config.Config {
 		RegistryCleanupDelay:    10 * time.Second,
 		RegistryCleanupInterval: time.Hour,
 		Mode:                    config.ModeBuild,
+		// Ours: one CPU for a scale-to-zero Function's start.
+		StartupCPULimit: resource.MustParse("1"),
 	}
 }
 
@@ -144,6 +147,10 @@ func TestLoadVariable(t *testing.T) {
 			want: func(c *config.Config) { c.RegistryCleanupExternal = true }, invalid: []string{"yes please"}},
 		{env: "APP_SCALE_TO_ZERO_MESH", value: "istio",
 			want: func(c *config.Config) { c.ScaleToZeroMesh = "istio" }, invalid: []string{"Istio", "linkerd", "true"}},
+		{env: "APP_FUNCTION_STARTUP_CPU_LIMIT", value: "500m",
+			want: func(c *config.Config) { c.StartupCPULimit = resource.MustParse("500m") }, invalid: []string{"one", "-1"}},
+		{env: "APP_FUNCTION_STARTUP_CPU_LIMIT", value: "0",
+			want: func(c *config.Config) { c.StartupCPULimit = resource.MustParse("0") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -151,6 +152,24 @@ func (r *envReader) boolean(name string, def bool) bool {
 		return def
 	}
 	return b
+}
+
+// quantity is a resource quantity such as "1" or "500m", not negative.
+func (r *envReader) quantity(name string, def resource.Quantity) resource.Quantity {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		r.fail(name, v, err)
+		return def
+	}
+	if q.Sign() < 0 {
+		r.fail(name, v, fmt.Errorf("must not be negative"))
+		return def
+	}
+	return q
 }
 
 // int32 must be at least 1: a CPU target or a build cap of 0 (or less)

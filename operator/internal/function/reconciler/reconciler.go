@@ -140,7 +140,9 @@ type Reconciler struct {
 	scrape Scraper
 	settle time.Duration
 	drains *drains
-	ports  sync.Mutex // one activator port allocation at a time
+	// Pods brought to their own CPU limit after their start (startupCPU).
+	resized *resizedPods
+	ports   sync.Mutex // one activator port allocation at a time
 }
 
 // New returns a Reconciler for the configured mode. c must read from the
@@ -174,6 +176,7 @@ func New(c client.Client, events EventRecorder, metrics *Metrics, slots *BuildSl
 		cfg: opts.Config, wait: opts.CacheWait, now: opts.Now, started: opts.Now(), leftovers: opts.Leftovers,
 		informers:    opts.Informers,
 		moduleSlices: moduleSlices, moduleSliceWatch: opts.ModuleSlices, registryWaits: newRegistryWaiters(), scrape: opts.Scrape, settle: opts.DrainSettle, drains: newDrains(),
+		resized: newResizedPods(),
 	}
 	if opts.Config.Mode == config.ModeBuildless {
 		r.steps, r.git.auth = r.buildlessSteps(), buildlessAuth
@@ -193,6 +196,7 @@ func (r *Reconciler) buildSteps() []step {
 		{Name: "validate", Run: r.validate},
 		{Name: "prerequisites", Run: r.prerequisites},
 		{Name: "observe", Run: r.observe},
+		{Name: "startup-cpu", Run: r.startupCPU},
 		{Name: "source", Run: r.source},
 		{Name: "build", Run: r.build},
 		{Name: "deployment", Run: r.deployment},
@@ -211,6 +215,7 @@ func (r *Reconciler) buildlessSteps() []step {
 		{Name: "forget-build", Run: forgetBuild},
 		{Name: "validate", Run: r.validate},
 		{Name: "observe", Run: r.observeRunning},
+		{Name: "startup-cpu", Run: r.startupCPU},
 		{Name: "git", Run: r.buildlessGit},
 		{Name: "configured", Run: configured},
 		{Name: "deployment", Run: r.buildlessDeployment},
@@ -271,5 +276,6 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.retries.reset(key)
 	r.registryWaits.remove(key)
 	r.drains.forget(key)
+	r.resized.forget(key)
 	r.git.checks.forget(key)
 }

@@ -151,6 +151,7 @@ func BuildlessDeployment(in BuildlessInputs) *appsv1.Deployment {
 	mounts = append(mounts, secretMounts...)
 
 	functionResources, _ := in.Config.Resources.Function.Resolve(fn.Spec.Runtime, functionRequirements(fn))
+	functionResources, cpuAfterStart := startupCPU(fn, in.Config.StartupCPULimit, functionResources)
 	replicas := int32(1)
 	if fn.Spec.Replicas != nil {
 		replicas = *fn.Spec.Replicas
@@ -165,7 +166,7 @@ func BuildlessDeployment(in BuildlessInputs) *appsv1.Deployment {
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: SelectorLabels(fn)},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(fn), Annotations: buildlessAnnotations(fn, in.Live)},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(fn), Annotations: withCPULimitAfterStart(buildlessAnnotations(fn, in.Live), cpuAfterStart)},
 				Spec: corev1.PodSpec{
 					Volumes:        volumes,
 					InitContainers: initContainers,

@@ -50,6 +50,7 @@ func Deployment(in Inputs) *appsv1.Deployment {
 	mounts := append([]corev1.VolumeMount{{Name: volumeTmpDir, MountPath: "/tmp"}}, secretMounts...)
 
 	functionResources, _ := in.Config.Resources.Function.Resolve(fn.Spec.Runtime, functionRequirements(fn))
+	functionResources, cpuAfterStart := startupCPU(fn, in.Config.StartupCPULimit, functionResources)
 
 	return &appsv1.Deployment{
 		ObjectMeta: meta,
@@ -58,7 +59,7 @@ func Deployment(in Inputs) *appsv1.Deployment {
 			RevisionHistoryLimit: ptr.To[int32](0),
 			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(fn)},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(fn), Annotations: podAnnotations(fn)},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(fn), Annotations: withCPULimitAfterStart(podAnnotations(fn), cpuAfterStart)},
 				Spec: corev1.PodSpec{
 					SecurityContext:    PodSecurityContext(fn),
 					ServiceAccountName: in.Config.ImagePullAccountName,
