@@ -131,10 +131,9 @@ func sidecarFailed(status int, body []byte) bool {
 // cause, and what mesh mode needs (the activator's sidecar, the
 // Function's private Service listing the replica).
 func meshScrapeRefusedNote(fn types.NamespacedName, replica, cause string) string {
-	return fmt.Sprintf("cannot scrape replica %s of Function %s: %s: in mesh mode the activator reaches the replica "+
-		"through its Istio sidecar, by the Function's private Service %s; so the Function is kept running and never "+
-		"scaled to zero; check that the activator's Pods run the istio-proxy container and that Service %s lists the "+
-		"replica, or see %s",
+	return fmt.Sprintf("cannot scrape replica %s of Function %s: %s: in mesh mode the activator's Istio sidecar reaches the "+
+		"replica by the Host %s, the Function's private Service; the Function is kept running and never scaled to zero; "+
+		"check that the activator's Pods run the istio-proxy container and that Service %s lists the replica, or see %s",
 		replica, fn, cause, scaletozero.MeshAuthority(fn.Namespace, fn.Name), scaletozero.PrivateServiceName(fn.Name), ScrapeRefusedGuide)
 }
 
