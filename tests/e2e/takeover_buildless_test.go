@@ -23,8 +23,8 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/upstreamtest"
 	"github.com/kyma-project/serverless-manager/tests/framework"
+	"github.com/kyma-project/serverless-manager/tests/support/upstreamtest"
 )
 
 // podsOf is what a rollout would change for a Function: its Deployment's

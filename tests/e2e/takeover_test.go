@@ -31,8 +31,8 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/manifest"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/upstreamtest"
 	"github.com/kyma-project/serverless-manager/tests/framework"
+	"github.com/kyma-project/serverless-manager/tests/support/upstreamtest"
 )
 
 // identity is the UID and, for Deployments, the generation of an object.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/upstreamtest"
+	"github.com/kyma-project/serverless-manager/tests/support/upstreamtest"
 )
 
 // The custom resources a test may leave behind, and their CRDs.

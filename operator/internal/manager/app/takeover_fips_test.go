@@ -33,9 +33,9 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/reconciler"
 	"github.com/kyma-project/serverless-manager/operator/pkg/fips"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/upstreamtest"
 	"github.com/kyma-project/serverless-manager/tests/support/gittest"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/upstreamtest"
 )
 
 // release1130FIPS is serverless-operator 1.13.0 in FIPS mode: its fixtures,

@@ -22,8 +22,8 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/reconciler"
 	"github.com/kyma-project/serverless-manager/operator/pkg/kinds"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
-	"github.com/kyma-project/serverless-manager/operator/pkg/upstreamtest"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/upstreamtest"
 )
 
 // The fixtures follow the same facts of serverless-operator as the manager.
