@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,17 +36,25 @@ func (r *Reconciler) startupCPU(ctx context.Context, p *pass) (steps.Outcome, er
 	}
 	ready := resources.ReadyPods(p.fn.Name, p.endpointSlices)
 	r.resized.keep(p.key, ready)
+	out := steps.Next()
 	for _, key := range ready {
 		if r.resized.done(p.key, key.Name) {
 			continue
 		}
 		if err := r.resizeAfterStart(ctx, key); err != nil {
-			return steps.Outcome{}, err
+			// The Function runs either way: its Pod keeps the start's
+			// limit until a later pass resizes it.
+			logr.FromContextOrDiscard(ctx).Error(err, "the Pod keeps its start's CPU limit for now", "retryIn", resizeRetry)
+			out = out.Within(resizeRetry)
+			continue
 		}
 		r.resized.add(p.key, key.Name)
 	}
-	return steps.Next(), nil
+	return out, nil
 }
+
+// resizeRetry is when a pass tries again to resize a Pod it could not.
+const resizeRetry = 30 * time.Second
 
 // resizeAfterStart sets the function container's CPU limit of Pod key to
 // its template's AnnotationCPULimitAfterStart when it differs. A Pod gone

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
+	"github.com/kyma-project/serverless-manager/operator/internal/steps"
 )
 
 // TestStartupCPUResizesReadyPodsOnce: a ready Pod that started boosted is
@@ -124,4 +127,42 @@ func TestResizedPodsForgetPodsNoLongerReady(t *testing.T) {
 	s.add(fn, "a")
 	s.forget(fn)
 	assert.Empty(t, s.pods)
+}
+
+// TestStartupCPURefusedResizeKeepsThePassGoing: a resize the API server
+// refuses (here: no permission) does not end the pass; it comes again
+// within resizeRetry and tries the Pod anew.
+func TestStartupCPURefusedResizeKeepsThePassGoing(t *testing.T) {
+	fn := newFunction("wake")
+	fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](0), MaxReplicas: ptr.To[int32](1)}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "boosted", Namespace: testNS, Annotations: map[string]string{resources.AnnotationCPULimitAfterStart: "150m"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: resources.ContainerFunction, Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+	}
+	tries := 0
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(fn, pod).WithInterceptorFuncs(interceptor.Funcs{
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			tries++
+			return apierrors.NewForbidden(corev1.Resource("pods/resize"), "boosted", errors.New("no permission"))
+		},
+	}).Build()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	r := New(c, &recorder{}, m, nil, Options{Config: testConfig(t), API: c})
+	p := newPass(fn, &r.cfg, metav1.Now())
+	p.endpointSlices = []discoveryv1.EndpointSlice{{
+		ObjectMeta: metav1.ObjectMeta{Name: "wake-x1", Namespace: testNS, Labels: map[string]string{discoveryv1.LabelServiceName: "wake"}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"198.51.100.9"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: "boosted", Namespace: testNS}}},
+	}}
+	for range 2 {
+		out, err := r.startupCPU(context.Background(), p)
+		require.NoError(t, err)
+		assert.False(t, out.Ends(), "the pass goes on")
+		res, err := steps.Run(context.Background(), p, []step{{Name: "startup-cpu", Run: r.startupCPU}}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, resizeRetry, res.RequeueAfter)
+	}
+	assert.Equal(t, 4, tries, "the Pod is tried again in every pass")
 }
