@@ -81,6 +81,32 @@ func testFunctionScalesToZeroAndWakes(t *testing.T, f *fnEnv) {
 	}, dumps...)
 	assert.Equal(t, before.Spec.ClusterIP, f.service(fnNS, name).Spec.ClusterIP)
 
+	// The woken replica started with the start's CPU limit and, ready, runs
+	// with the Function's own, resized in place without a restart.
+	framework.WaitFor(t, time.Minute, "the woken Pod resized in place to its own CPU limit", func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		if err := f.c.List(ctx, &pods, client.InNamespace(fnNS), client.MatchingLabels{
+			v1alpha2.LabelFunctionName: name, v1alpha2.LabelResource: v1alpha2.ResourceDeployment}); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		settled := 0
+		for _, p := range pods.Items {
+			after := p.Annotations[v1alpha2.AnnotationCPULimitAfterStart]
+			spec := p.Spec.Containers[0].Resources.Limits.Cpu().String()
+			running, restarts := "", int32(0)
+			if len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].Resources != nil {
+				running = p.Status.ContainerStatuses[0].Resources.Limits.Cpu().String()
+				restarts = p.Status.ContainerStatuses[0].RestartCount
+			}
+			seen = append(seen, fmt.Sprintf("%s: after-start %q, spec %s, running %s, restarts %d", p.Name, after, spec, running, restarts))
+			if after != "" && spec == after && running == after && restarts == 0 {
+				settled++
+			}
+		}
+		return len(pods.Items) > 0 && settled == len(pods.Items), strings.Join(seen, "; "), nil
+	}, dumps...)
+
 	// It sleeps again, and one request wakes it once more.
 	f.waitAtZero(fnNS, name, dumps...)
 	one := f.callAtOnce(fnNS, name, 1)[0]

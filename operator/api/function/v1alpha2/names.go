@@ -51,6 +51,11 @@ const (
 	// FUNC_TIMEOUT); the activator's hold timeout without it. Clusters
 	// whose nodes come up on demand need longer than the default.
 	AnnotationWakeTimeout = "serverless.kyma-project.io/wake-timeout"
+	// AnnotationCPULimitAfterStart, on the Pod template of a scale-to-zero
+	// Function whose Pods start with more CPU than their own limit, is that
+	// limit: the controller resizes each Pod to it in place once it is
+	// ready. Absent: the Pods start with their own limit.
+	AnnotationCPULimitAfterStart = "serverless.kyma-project.io/cpu-limit-after-start"
 )
 
 // Condition types of a Function.

@@ -10,11 +10,9 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/scaletozero"
 )
 
-// AnnotationCPULimitAfterStart, on the Pod template of a Function whose Pods
-// start with more CPU than their own limit, is that limit: the controller
-// resizes each Pod to it in place once the Pod is ready
-// (docs/contributor/scale-to-zero.md#startup-cpu). Absent: no boost.
-const AnnotationCPULimitAfterStart = "serverless.kyma-project.io/cpu-limit-after-start"
+// AnnotationCPULimitAfterStart names the limit a boosted Pod is resized to
+// (docs/contributor/scale-to-zero.md#startup-cpu).
+const AnnotationCPULimitAfterStart = v1alpha2.AnnotationCPULimitAfterStart
 
 // startupCPU returns the function container's resources at its start and,
 // when they differ from res, the CPU limit to resize to once the Pod is
