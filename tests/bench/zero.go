@@ -4,9 +4,10 @@ package main
 // node, the module installed as `make run` does, dependencies from the
 // bench's own npm registry (as -pods):
 //
-//   - from zero to the first answer, -wakeups times, in three setups: a
-//     built Node.js Function and a built Python Function without
-//     dependencies, and a buildless Node.js Function with an npm dependency;
+//   - from zero to the first answer, -wakeups times, in four setups: a
+//     built Node.js Function (the bench's profile, and XS: make run's) and a
+//     built Python Function without dependencies, and a buildless Node.js
+//     Function with an npm dependency;
 //   - where each wake-up's time goes, from a watch of the Function's Pods
 //     opened before the request: the wake (the activator's scale request,
 //     the controller's Deployment, the ReplicaSet's Pod), scheduling, the
@@ -58,13 +59,16 @@ type zeroSetup struct {
 	mode    string
 	runtime v1alpha2.Runtime
 	deps    []string
+	profile string // the Function's profile ("": the bench's)
 }
 
 func zeroSetups() []zeroSetup {
 	return []zeroSetup{
-		{"build mode, Node.js 22, no dependency", v1alpha1.FunctionModeBuild, v1alpha2.RuntimeNodejs22, nil},
-		{"build mode, Python 3.12, no dependency", v1alpha1.FunctionModeBuild, v1alpha2.RuntimePython312, nil},
-		{"buildless mode, Node.js 22, npm dependency", v1alpha1.FunctionModeBuildless, v1alpha2.RuntimeNodejs22, []string{podsDep}},
+		{"build mode, Node.js 22, no dependency", v1alpha1.FunctionModeBuild, v1alpha2.RuntimeNodejs22, nil, ""},
+		// make run's default profile on its one-node cluster.
+		{"build mode, Node.js 22, no dependency, XS", v1alpha1.FunctionModeBuild, v1alpha2.RuntimeNodejs22, nil, "XS"},
+		{"build mode, Python 3.12, no dependency", v1alpha1.FunctionModeBuild, v1alpha2.RuntimePython312, nil, ""},
+		{"buildless mode, Node.js 22, npm dependency", v1alpha1.FunctionModeBuildless, v1alpha2.RuntimeNodejs22, []string{podsDep}, ""},
 	}
 }
 
@@ -303,6 +307,9 @@ func (z *zeroBench) sleepy(name string, s zeroSetup) *v1alpha2.Function {
 	if s.runtime == v1alpha2.RuntimePython312 {
 		fn.Spec.Runtime = s.runtime
 		fn.Spec.Source.Inline = &v1alpha2.InlineSource{Source: "def main(event, context):\n    return \"awake\"\n"}
+	}
+	if s.profile != "" {
+		fn.Spec.ResourceConfiguration = &v1alpha2.ResourceConfiguration{Function: &v1alpha2.ResourceRequirements{Profile: s.profile}}
 	}
 	fn.Annotations = map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "1h"}
 	fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](0), MaxReplicas: ptr.To[int32](1)}
