@@ -2,9 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"fmt"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kyma-project/serverless-manager/operator/internal/function/resources"
 	"github.com/kyma-project/serverless-manager/operator/internal/steps"
@@ -33,16 +30,7 @@ func (r *Reconciler) privateService(ctx context.Context, p *pass) (steps.Outcome
 	}
 	desired := resources.PrivateService(p.fn)
 	if len(p.privateServices) == 0 {
-		err := r.create(ctx, desired)
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			return r.serviceFailed(p, fmt.Sprintf("Service %s create error: a Service of that name exists and does not belong to the Function", desired.Name))
-		case apierrors.IsInvalid(err):
-			return r.serviceFailed(p, fmt.Sprintf("Service %s create error: %v", desired.Name, err))
-		case err != nil:
-			return steps.Outcome{}, fmt.Errorf("creating Service %s: %w", desired.Name, err)
-		}
-		return steps.Next(), nil
+		return r.createService(ctx, p, desired)
 	}
 	live := &p.privateServices[0]
 	if !resources.IsHeadless(live) {
@@ -57,11 +45,5 @@ func (r *Reconciler) privateService(ctx context.Context, p *pass) (steps.Outcome
 	if !changed {
 		return steps.Next(), nil
 	}
-	if err := r.update(ctx, updated); err != nil {
-		if apierrors.IsInvalid(err) {
-			return r.serviceFailed(p, fmt.Sprintf("Service %s update error: %v", desired.Name, err))
-		}
-		return steps.Outcome{}, fmt.Errorf("updating Service %s: %w", desired.Name, err)
-	}
-	return steps.Next(), nil
+	return r.updateService(ctx, p, updated)
 }

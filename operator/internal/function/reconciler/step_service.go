@@ -52,26 +52,39 @@ func (r *Reconciler) keepService(ctx context.Context, p *pass, desired *corev1.S
 		}
 	}
 	if live == nil {
-		err := r.create(ctx, desired)
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			return r.serviceFailed(p, fmt.Sprintf("Service %s create error: a Service of that name exists and does not belong to the Function", desired.Name))
-		case apierrors.IsInvalid(err):
-			return r.serviceFailed(p, fmt.Sprintf("Service %s create error: %v", desired.Name, err))
-		case err != nil:
-			return steps.Outcome{}, fmt.Errorf("creating Service %s: %w", desired.Name, err)
-		}
-		return steps.Next(), nil
+		return r.createService(ctx, p, desired)
 	}
 	updated, changed := resources.UpdateService(live, desired)
 	if !changed {
 		return steps.Next(), nil
 	}
+	return r.updateService(ctx, p, updated)
+}
+
+// createService creates desired. A Service of its name that is not the
+// Function's (the cache found none among its children), or one the API
+// server refuses, is ServiceFailed.
+func (r *Reconciler) createService(ctx context.Context, p *pass, desired *corev1.Service) (steps.Outcome, error) {
+	err := r.create(ctx, desired)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return r.serviceFailed(p, fmt.Sprintf("Service %s create error: a Service of that name exists and does not belong to the Function", desired.Name))
+	case apierrors.IsInvalid(err):
+		return r.serviceFailed(p, fmt.Sprintf("Service %s create error: %v", desired.Name, err))
+	case err != nil:
+		return steps.Outcome{}, fmt.Errorf("creating Service %s: %w", desired.Name, err)
+	}
+	return steps.Next(), nil
+}
+
+// updateService writes updated; an update the API server refuses as
+// invalid is ServiceFailed.
+func (r *Reconciler) updateService(ctx context.Context, p *pass, updated *corev1.Service) (steps.Outcome, error) {
 	if err := r.update(ctx, updated); err != nil {
 		if apierrors.IsInvalid(err) {
-			return r.serviceFailed(p, fmt.Sprintf("Service %s update error: %v", desired.Name, err))
+			return r.serviceFailed(p, fmt.Sprintf("Service %s update error: %v", updated.Name, err))
 		}
-		return steps.Outcome{}, fmt.Errorf("updating Service %s: %w", desired.Name, err)
+		return steps.Outcome{}, fmt.Errorf("updating Service %s: %w", updated.Name, err)
 	}
 	return steps.Next(), nil
 }
