@@ -1,25 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"github.com/kyma-project/serverless-manager/hack/cluster/process"
 )
-
-// cgroupFS is where this machine mounts its cgroup v1 hierarchies, and
-// cgroupControllers the ones kubelet and runc use.
-const cgroupFS = "/sys/fs/cgroup"
-
-var cgroupControllers = []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "devices", "freezer", "blkio", "systemd"}
 
 // Labels of the real node: type tells it from kwok's nodes (type=kwok) and
 // is what a namespace's node selector names.
@@ -29,9 +17,9 @@ const (
 )
 
 // kubelet runs the node agent with its Pods below one cgroup of our own and
-// its files below the node's directory. Settings this machine needs
+// its files below the node's directory. Settings the hosts need
 // (docs/contributor/local-cluster.md): cgroup v1 allowed, the cgroupfs
-// driver (no systemd).
+// driver (no systemd) on v1 and v2 alike.
 type kubelet struct{}
 
 func (kubelet) Name() string { return "kubelet" }
@@ -48,9 +36,19 @@ func (kubelet) daemon(ac *actionContext) daemon {
 	}}
 }
 
+// cgroupRecord is where the node records the v2 controllers it enabled at
+// the top of the hierarchy.
+func (kubelet) cgroupRecord(ac *actionContext) string {
+	return ac.path("saved", "cgroup-controllers.json")
+}
+
 // Up creates its cgroup and starts it.
 func (k kubelet) Up(_ context.Context, ac *actionContext) error {
-	if err := makeCgroupRoot(); err != nil {
+	mode, err := detectCgroupMode(cgroupFS)
+	if err != nil {
+		return err
+	}
+	if err := makeCgroupRoot(cgroupFS, mode, k.cgroupRecord(ac)); err != nil {
 		return err
 	}
 	if err := ac.writeKubeletConfig(); err != nil {
@@ -60,13 +58,25 @@ func (k kubelet) Up(_ context.Context, ac *actionContext) error {
 }
 
 // Down stops it, kills every process in its cgroup, removes the cgroups
-// and its log links in /var/log/containers.
+// (v2: then takes back the controllers it enabled at the top) and its log
+// links in /var/log/containers.
 func (k kubelet) Down(_ context.Context, ac *actionContext) error {
 	var errs []error
 	errs = append(errs, ac.stop(k.daemon(ac)))
 	// The containers, whatever their shims do meanwhile.
 	errs = append(errs, killCgroupTree())
-	errs = append(errs, removeCgroupRoot())
+	mode, err := detectCgroupMode(cgroupFS)
+	errs = append(errs, err)
+	if err == nil {
+		errs = append(errs, removeCgroupRoot(cgroupFS, mode))
+	}
+	if mode == cgroupUnified {
+		kept, err := undelegateUnified(cgroupFS, k.cgroupRecord(ac))
+		if len(kept) > 0 {
+			ac.log.Printf("cgroup controllers %v stay enabled at %s: another program's cgroups use them now", kept, cgroupFS)
+		}
+		errs = append(errs, err)
+	}
 	errs = append(errs, ac.removeContainerLogLinks())
 	return errors.Join(errs...)
 }
@@ -87,7 +97,7 @@ authentication:
   x509: {clientCAFile: ` + c.pki("ca.crt") + `}
 authorization: {mode: Webhook}
 containerRuntimeEndpoint: unix://` + c.containerdSocket() + `
-# cgroup v1 and no systemd on these machines
+# cgroup v1 allowed (v2 needs nothing of it); no systemd: the cgroupfs driver
 failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: /` + cgroupRoot + `
@@ -112,78 +122,6 @@ shutdownGracePeriod: 0s
 		return err
 	}
 	return os.WriteFile(c.path("kubelet.yaml"), []byte(config), 0o644)
-}
-
-// makeCgroupRoot creates our cgroup in every hierarchy; kubelet refuses a
-// cgroup root that does not exist. A new cpuset is empty: it gets the
-// machine's CPUs and memory nodes, or no process could join it.
-func makeCgroupRoot() error {
-	for _, c := range cgroupControllers {
-		dir := filepath.Join(cgroupFS, c, cgroupRoot)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		if c != "cpuset" {
-			continue
-		}
-		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			v, err := os.ReadFile(filepath.Join(cgroupFS, c, f))
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
-				return fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
-			}
-		}
-	}
-	return nil
-}
-
-// killCgroupTree kills every process in our cgroup: the Pods' containers.
-func killCgroupTree() error {
-	pids, err := process.Find(func(pid int) bool {
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-		return err == nil && bytes.Contains(data, []byte(":/"+cgroupRoot+"/"))
-	})
-	if err != nil {
-		return err
-	}
-	return process.KillAndWait(pids)
-}
-
-// removeCgroupRoot removes our cgroup and everything below it, deepest
-// first (a cgroup goes only once it has no children and no processes). A
-// cgroup whose killed processes are still being reaped is busy for a moment:
-// it is tried again for a while.
-func removeCgroupRoot() error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := removeCgroups()
-		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func removeCgroups() error {
-	var errs []error
-	for _, c := range cgroupControllers {
-		root := filepath.Join(cgroupFS, c, cgroupRoot)
-		var dirs []string
-		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // containerLogLinks is where kubelet links every container's log, whatever

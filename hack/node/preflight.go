@@ -62,7 +62,7 @@ func (p preflight) Down(_ context.Context, ac *actionContext) error {
 
 func (ac *actionContext) checkMachine() error {
 	// Nothing else is worth checking on a host the node cannot run on.
-	mode, err := requireCgroupV1(cgroupFS)
+	mode, err := checkCgroupHost(cgroupFS)
 	if err != nil {
 		return err
 	}
@@ -92,6 +92,9 @@ func (ac *actionContext) checkMachine() error {
 		}
 	}
 	for _, c := range cgroupControllers {
+		if mode == cgroupUnified {
+			break // checkCgroupHost checked the v2 controllers
+		}
 		if _, err := os.Stat(filepath.Join(cgroupFS, c)); err != nil {
 			errs = append(errs, fmt.Errorf("cgroup controller %s is not mounted at %s", c, filepath.Join(cgroupFS, c)))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -156,41 +157,124 @@ func TestSysctlsToRestore(t *testing.T) {
 	assert.Empty(t, sysctlsToRestore(before, now), "nothing known to be ours")
 }
 
-func TestCgroupMode(t *testing.T) {
-	tree := func(files ...string) string {
-		root := t.TempDir()
-		for _, f := range files {
-			p := filepath.Join(root, f)
-			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			require.NoError(t, os.WriteFile(p, nil, 0o644))
-		}
-		return root
+// cgroupTree is a fake cgroup mount: each file path=content.
+func cgroupTree(t *testing.T, files ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, f := range files {
+		name, content, _ := strings.Cut(f, "=")
+		p := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
+	return root
+}
+
+// The kernel's controllers as the guest of make test-cgroup2 has them.
+const allV2 = "cgroup.controllers=cpuset cpu io memory hugetlb pids rdma misc\n"
+
+func TestCgroupHost(t *testing.T) {
 	tests := []struct {
 		name    string
 		root    string
 		want    cgroupMode
 		wantErr string
 	}{
-		{"legacy", tree("cpu/tasks", "memory/tasks"), cgroupLegacy, ""},
-		{"hybrid", tree("cpu/tasks", "memory/tasks", "unified/cgroup.controllers"), cgroupHybrid, ""},
-		{"unified", tree("cgroup.controllers", "cgroup.subtree_control"), cgroupUnified, "needs cgroup v1"},
-		{"nothing mounted", tree(), "", "no cgroup hierarchy"},
+		{"legacy", cgroupTree(t, "cpu/tasks", "memory/tasks"), cgroupLegacy, ""},
+		{"hybrid", cgroupTree(t, "cpu/tasks", "memory/tasks", "unified/cgroup.controllers"), cgroupHybrid, ""},
+		{"nothing mounted", cgroupTree(t), "", "no cgroup hierarchy"},
+		{"unified root without systemd: nothing delegated yet", cgroupTree(t, allV2, "cgroup.subtree_control=", "cgroup.procs=1\n42\n"), cgroupUnified, ""},
+		{"unified root with systemd's controllers", cgroupTree(t, allV2, "cgroup.subtree_control=cpu io memory pids\n"), cgroupUnified, ""},
+		{"unified without the memory and pids controllers", cgroupTree(t, "cgroup.controllers=cpuset cpu io\n", "cgroup.subtree_control="),
+			cgroupUnified, "the controllers memory, pids are not available"},
+		{"a container's namespace whose top holds processes", cgroupTree(t, allV2, "cgroup.subtree_control=", "cgroup.type=domain\n", "cgroup.procs=1\n7\n"),
+			cgroupUnified, "holds 2 processes"},
+		{"a container's namespace that delegates already", cgroupTree(t, allV2, "cgroup.subtree_control=cpuset cpu io memory hugetlb pids\n", "cgroup.type=domain\n", "cgroup.procs=1\n"),
+			cgroupUnified, ""},
+		{"a container's namespace with an empty top", cgroupTree(t, allV2, "cgroup.subtree_control=", "cgroup.type=domain\n", "cgroup.procs="), cgroupUnified, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mode, err := detectCgroupMode(tt.root)
-			if tt.want != "" {
-				require.NoError(t, err)
-				assert.Equal(t, tt.want, mode)
-			}
-			_, err = requireCgroupV1(tt.root)
+			mode, err := checkCgroupHost(tt.root)
 			if tt.wantErr == "" {
-				assert.NoError(t, err)
+				require.NoError(t, err)
 			} else {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
 			}
+			assert.Equal(t, tt.want, mode)
 		})
 	}
+}
+
+func TestControllersToEnable(t *testing.T) {
+	all := strings.Fields("cpuset cpu io memory hugetlb pids rdma misc")
+	assert.Equal(t, []string{"cpu", "cpuset", "memory", "hugetlb", "pids", "io"}, controllersToEnable(all, nil), "a root without systemd")
+	assert.Equal(t, []string{"cpuset", "hugetlb"}, controllersToEnable(all, strings.Fields("cpu io memory pids")), "systemd's root")
+	assert.Empty(t, controllersToEnable(all, strings.Fields("cpuset cpu io memory hugetlb pids")))
+	assert.Equal(t, []string{"cpu", "cpuset", "memory", "pids"}, controllersToEnable(strings.Fields("cpu cpuset memory pids"), nil),
+		"a kernel without hugetlb and io")
+}
+
+func TestNodeCgroups(t *testing.T) {
+	assert.Equal(t, []string{"/cg/" + cgroupRoot}, nodeCgroups("/cg", cgroupUnified))
+	v1 := nodeCgroups("/cg", cgroupHybrid)
+	assert.Len(t, v1, len(cgroupControllers))
+	assert.Contains(t, v1, "/cg/memory/"+cgroupRoot)
+	assert.Equal(t, v1, nodeCgroups("/cg", cgroupLegacy))
+}
+
+// delegateUnified records what the top lacked before it writes, once;
+// undelegateUnified takes back what of that the top gives now, and drops
+// the record. (A plain file keeps only the last write, so the tree shows
+// the last controller written; the kernel's file adds them up.)
+func TestDelegateUnified(t *testing.T) {
+	root := cgroupTree(t, allV2, "cgroup.subtree_control=cpu io memory pids\n",
+		cgroupRoot+"/cgroup.controllers=cpuset cpu io memory hugetlb pids\n", cgroupRoot+"/cgroup.subtree_control=")
+	record := filepath.Join(t.TempDir(), "saved", "cgroup-controllers.json")
+	require.NoError(t, makeCgroupRoot(root, cgroupUnified, record))
+	var recorded []string
+	require.NoError(t, readJSON(record, &recorded))
+	assert.Equal(t, []string{"cpuset", "hugetlb", "rdma", "misc"}, recorded, "all that systemd's root did not give (runc enables every one)")
+	top, err := os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
+	require.NoError(t, err)
+	assert.Equal(t, "+hugetlb", string(top), "the node enables only what it needs: cpuset, then hugetlb")
+	ours, err := os.ReadFile(filepath.Join(root, cgroupRoot, "cgroup.subtree_control"))
+	require.NoError(t, err)
+	assert.Equal(t, "+io", string(ours), "our cgroup gives kubelet's every controller it has, io last")
+
+	// A second up (after a killed run) keeps the first record: it holds
+	// what the machine had.
+	setTop := func(v string) {
+		require.NoError(t, os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte(v), 0o644))
+	}
+	setTop("cpuset cpu io memory hugetlb pids rdma misc\n")
+	require.NoError(t, makeCgroupRoot(root, cgroupUnified, record))
+	require.NoError(t, readJSON(record, &recorded))
+	assert.Equal(t, []string{"cpuset", "hugetlb", "rdma", "misc"}, recorded)
+
+	// rdma is no longer given (someone took it back): only what is given
+	// now is taken back, in reverse.
+	setTop("cpuset cpu io memory hugetlb pids misc\n")
+	kept, err := undelegateUnified(root, record)
+	require.NoError(t, err)
+	assert.Empty(t, kept)
+	top, err = os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
+	require.NoError(t, err)
+	assert.Equal(t, "-cpuset", string(top), "misc, hugetlb, then cpuset")
+	assert.NoFileExists(t, record)
+
+	kept, err = undelegateUnified(root, record)
+	assert.NoError(t, err, "a down without a record has nothing to take back")
+	assert.Empty(t, kept)
+}
+
+func TestRemoveCgroupsDeepestFirst(t *testing.T) {
+	root := t.TempDir()
+	ours := filepath.Join(root, cgroupRoot)
+	require.NoError(t, os.MkdirAll(filepath.Join(ours, "kubepods", "burstable", "pod1"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "other"), 0o755))
+	require.NoError(t, removeCgroupRoot(root, cgroupUnified))
+	assert.NoDirExists(t, ours)
+	assert.DirExists(t, filepath.Join(root, "other"), "another program's cgroup stays")
 }

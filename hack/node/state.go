@@ -103,6 +103,15 @@ func machineState() ([]string, error) {
 			add("sysctl", key+"="+strings.TrimSpace(string(v)))
 		}
 	}
+	if mode, err := detectCgroupMode(cgroupFS); err == nil && mode == cgroupUnified {
+		// v2: our cgroup, and the controllers the top gives its children
+		if _, err := os.Stat(filepath.Join(cgroupFS, cgroupRoot)); err == nil {
+			add("cgroup", cgroupRoot)
+		}
+		if v, err := os.ReadFile(filepath.Join(cgroupFS, "cgroup.subtree_control")); err == nil {
+			add("cgroup", "subtree_control: "+strings.TrimSpace(string(v)))
+		}
+	}
 	for _, c := range cgroupControllers {
 		if _, err := os.Stat(filepath.Join(cgroupFS, c, cgroupRoot)); err == nil {
 			add("cgroup", filepath.Join(c, cgroupRoot))
