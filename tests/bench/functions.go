@@ -455,7 +455,7 @@ func conditionsOf(mode string) []string {
 // isRunningIn: the conditions of mode True for the current generation.
 func isRunningIn(fn *v1alpha2.Function, mode string) bool {
 	for _, typ := range conditionsOf(mode) {
-		if c := findCondition(fn, typ); c == nil || c.Status != corev1.ConditionTrue {
+		if c := fn.Status.Condition(typ); c == nil || c.Status != corev1.ConditionTrue {
 			return false
 		}
 	}
@@ -501,7 +501,7 @@ func waitingOn(fn *v1alpha2.Function) string { return waitingOnIn(fn, v1alpha1.F
 
 func waitingOnIn(fn *v1alpha2.Function, mode string) string {
 	for _, typ := range conditionsOf(mode) {
-		c := findCondition(fn, typ)
+		c := fn.Status.Condition(typ)
 		if c == nil {
 			return typ + " missing"
 		}
@@ -510,15 +510,6 @@ func waitingOnIn(fn *v1alpha2.Function, mode string) string {
 		}
 	}
 	return "older generation"
-}
-
-func findCondition(fn *v1alpha2.Function, typ string) *v1alpha2.Condition {
-	for i := range fn.Status.Conditions {
-		if fn.Status.Conditions[i].Type == typ {
-			return &fn.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // settle waits until the user sent nothing for 3 s (at most 30 s) and

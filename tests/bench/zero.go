@@ -345,7 +345,7 @@ func (z *zeroBench) toZero(ctx context.Context, names ...string) error {
 				return false, "", err
 			}
 			reason := ""
-			if running := conditionOf(fn, v1alpha2.ConditionRunning); running != nil {
+			if running := fn.Status.Condition(v1alpha2.ConditionRunning); running != nil {
 				reason = running.Reason
 			}
 			n := 0
@@ -364,15 +364,6 @@ func (z *zeroBench) toZero(ctx context.Context, names ...string) error {
 	// give the node a moment after the last Pod went.
 	time.Sleep(time.Second)
 	return err
-}
-
-func conditionOf(fn *v1alpha2.Function, typ string) *v1alpha2.Condition {
-	for i := range fn.Status.Conditions {
-		if fn.Status.Conditions[i].Type == typ {
-			return &fn.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // wake calls the Function at zero once and returns when, and the moments

@@ -332,6 +332,17 @@ type Condition struct {
 	Message string `json:"message"`
 }
 
+// Condition returns the condition of type t, or nil. It points into
+// Conditions: setting its fields sets the status's.
+func (s *FunctionStatus) Condition(t string) *Condition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
 // Function is a piece of code the Serverless module builds and runs.
 //
 // +kubebuilder:object:root=true

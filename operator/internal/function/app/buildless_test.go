@@ -133,7 +133,7 @@ func TestBuildlessMode(t *testing.T) {
 		// The build-mode status said Running too: first the buildless one.
 		e.waitCondition(t, built, "built", v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonFunctionSpecValidated)
 		got := e.waitCondition(t, built, "built", v1alpha2.ConditionRunning, corev1.ConditionTrue, v1alpha2.ReasonDeploymentReady)
-		assert.Nil(t, conditionPtr(got, v1alpha2.ConditionBuildReady), "no BuildReady")
+		assert.Nil(t, got.Status.Condition(v1alpha2.ConditionBuildReady), "no BuildReady")
 		assert.Equal(t, v1alpha2.ReasonFunctionSpecValidated, conditionOf(got, v1alpha2.ConditionConfigurationReady).Reason)
 		assert.Empty(t, got.Status.BuiltImage)
 		assert.Equal(t, dep.Spec.Template.Spec.Containers[0].Image, got.Status.RuntimeImage)
@@ -235,15 +235,6 @@ func metaItems(l client.ObjectList) ([]metav1.ObjectMeta, error) {
 		}
 	}
 	return out, nil
-}
-
-func conditionPtr(fn *v1alpha2.Function, typ string) *v1alpha2.Condition {
-	for i := range fn.Status.Conditions {
-		if fn.Status.Conditions[i].Type == typ {
-			return &fn.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // reconciles is how many Function passes ended without error in this test

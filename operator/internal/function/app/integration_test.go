@@ -386,11 +386,11 @@ func (e *env) readyDeployment(t *testing.T, d appsv1.Deployment) {
 	require.NoError(t, e.c.Status().Update(context.Background(), &d))
 }
 
+// conditionOf is fn's condition of type typ, empty when fn has none (for
+// assertions and polls on a condition that may not be set yet).
 func conditionOf(fn *v1alpha2.Function, typ string) v1alpha2.Condition {
-	for _, c := range fn.Status.Conditions {
-		if c.Type == typ {
-			return c
-		}
+	if c := fn.Status.Condition(typ); c != nil {
+		return *c
 	}
 	return v1alpha2.Condition{}
 }

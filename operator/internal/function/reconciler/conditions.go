@@ -7,21 +7,11 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 )
 
-// condition returns the condition of type t in st, or nil.
-func condition(st *v1alpha2.FunctionStatus, t string) *v1alpha2.Condition {
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == t {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // setCondition sets a condition in st. lastTransitionTime moves only when
 // the status changes (1.8.4 moved it on every write); a new type
 // is appended, so the order of existing conditions never changes.
 func setCondition(st *v1alpha2.FunctionStatus, t string, status corev1.ConditionStatus, reason, message string, now metav1.Time) {
-	if c := condition(st, t); c != nil {
+	if c := st.Condition(t); c != nil {
 		if c.Status != status {
 			c.LastTransitionTime = now
 		}
@@ -35,6 +25,6 @@ func setCondition(st *v1alpha2.FunctionStatus, t string, status corev1.Condition
 
 // isTrue reports whether condition t is True.
 func isTrue(st *v1alpha2.FunctionStatus, t string) bool {
-	c := condition(st, t)
+	c := st.Condition(t)
 	return c != nil && c.Status == corev1.ConditionTrue
 }

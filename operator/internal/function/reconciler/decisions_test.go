@@ -161,10 +161,10 @@ func TestSetConditionMovesTimeOnlyOnStatusChange(t *testing.T) {
 	st := &v1alpha2.FunctionStatus{}
 	setCondition(st, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobCreated, "a", t0)
 	setCondition(st, v1alpha2.ConditionBuildReady, corev1.ConditionUnknown, v1alpha2.ReasonJobRunning, "b", t1)
-	assert.Equal(t, t0, condition(st, v1alpha2.ConditionBuildReady).LastTransitionTime, "same status: time kept")
-	assert.Equal(t, "b", condition(st, v1alpha2.ConditionBuildReady).Message)
+	assert.Equal(t, t0, st.Condition(v1alpha2.ConditionBuildReady).LastTransitionTime, "same status: time kept")
+	assert.Equal(t, "b", st.Condition(v1alpha2.ConditionBuildReady).Message)
 	setCondition(st, v1alpha2.ConditionBuildReady, corev1.ConditionTrue, v1alpha2.ReasonJobFinished, "c", t1)
-	assert.Equal(t, t1, condition(st, v1alpha2.ConditionBuildReady).LastTransitionTime)
+	assert.Equal(t, t1, st.Condition(v1alpha2.ConditionBuildReady).LastTransitionTime)
 	setCondition(st, v1alpha2.ConditionConfigurationReady, corev1.ConditionTrue, v1alpha2.ReasonConfigMapCreated, "d", t1)
 	assert.Equal(t, []string{v1alpha2.ConditionBuildReady, v1alpha2.ConditionConfigurationReady},
 		[]string{st.Conditions[0].Type, st.Conditions[1].Type}, "new types appended, order kept")

@@ -115,7 +115,7 @@ func TestRunningBuildIsNotHeldByTheRegistry(t *testing.T) {
 	require.NoError(t, f.client.Update(context.Background(), ready))
 	f.reconcile(t, "hello")
 	assert.Len(t, f.jobs(t), 1, "the running Job stays")
-	assert.NotEqual(t, v1alpha2.ReasonJobWaiting, condition(&f.function(t, "hello").Status, v1alpha2.ConditionBuildReady).Reason)
+	assert.NotEqual(t, v1alpha2.ReasonJobWaiting, f.function(t, "hello").Status.Condition(v1alpha2.ConditionBuildReady).Reason)
 
 	f.finishJob(t, &jobs[0], batchv1.JobFailed, "BackoffLimitExceeded")
 	f.reconcile(t, "hello")

@@ -76,7 +76,7 @@ func rolloutFixture(t *testing.T, buildless bool) (*fixture, *readCounter) {
 	require.Len(t, f.deployments(t), 1)
 	f.now = f.now.Add(time.Hour) // past the first report's delay
 	f.reconcile(t, "hello")
-	c := condition(&f.function(t, "hello").Status, v1alpha2.ConditionRunning)
+	c := f.function(t, "hello").Status.Condition(v1alpha2.ConditionRunning)
 	require.NotNil(t, c)
 	require.Equal(t, corev1.ConditionUnknown, c.Status)
 	reads := &readCounter{Reader: f.client}
@@ -263,7 +263,7 @@ func TestCrashLoopIsOneMessage(t *testing.T) {
 		for what, n := range f.writes.take() {
 			writes[what] += n
 		}
-		messages = append(messages, condition(&f.function(t, "hello").Status, v1alpha2.ConditionRunning).Message)
+		messages = append(messages, f.function(t, "hello").Status.Condition(v1alpha2.ConditionRunning).Message)
 	}
 	for _, m := range messages {
 		assert.Equal(t, messages[0], m)
@@ -283,11 +283,11 @@ func TestNoReadWhileProgressing(t *testing.T) {
 			rs := f.replicaSet(t, &dep, "new", 2, 0)
 			f.pod(t, rs, "hello-new-a", notReadySince(podStart), waiting("function", "CrashLoopBackOff", "", ended("OOMKilled", 137, podStart)))
 
-			before := *condition(&f.function(t, "hello").Status, v1alpha2.ConditionRunning)
+			before := *f.function(t, "hello").Status.Condition(v1alpha2.ConditionRunning)
 			requeue := f.reconcile(t, "hello")
 			assert.Empty(t, reads.take(), "progressed 1 s ago: not stalled")
 			assert.Equal(t, lookAfter-time.Second, requeue, "a look once it would have stalled")
-			assert.Equal(t, before, *condition(&f.function(t, "hello").Status, v1alpha2.ConditionRunning))
+			assert.Equal(t, before, *f.function(t, "hello").Status.Condition(v1alpha2.ConditionRunning))
 
 			f.readyDeployment(t)
 			assert.Zero(t, f.reconcile(t, "hello"))
@@ -304,10 +304,10 @@ func TestSlowStartIsNoFailure(t *testing.T) {
 	rs := f.replicaSet(t, &dep, "new", 1, 0)
 	f.pod(t, rs, "hello-new-a", notReadySince(podStart),
 		corev1.ContainerStatus{Name: "function", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: podStart}}})
-	before := *condition(&f.function(t, "hello").Status, v1alpha2.ConditionRunning)
+	before := *f.function(t, "hello").Status.Condition(v1alpha2.ConditionRunning)
 	assert.Equal(t, 20*time.Second, f.reconcile(t, "hello"))
 	assert.Equal(t, stuckReads, reads.take())
-	assert.Equal(t, before, *condition(&f.function(t, "hello").Status, v1alpha2.ConditionRunning))
+	assert.Equal(t, before, *f.function(t, "hello").Status.Condition(v1alpha2.ConditionRunning))
 	assert.Empty(t, f.rec.events)
 }
 

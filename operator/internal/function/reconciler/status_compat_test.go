@@ -130,7 +130,7 @@ func TestMirrorStatus(t *testing.T) {
 			p := &pass{fn: fn, status: tt.status, in: resources.Inputs{Function: fn, Config: &cfg}}
 			mirrorStatus(p)
 			assert.Equal(t, tt.wantGit, p.status.GitRepository)
-			assert.Equal(t, tt.wantMsg, condition(&p.status, v1alpha2.ConditionConfigurationReady).Message)
+			assert.Equal(t, tt.wantMsg, p.status.Condition(v1alpha2.ConditionConfigurationReady).Message)
 		})
 	}
 }

@@ -30,7 +30,7 @@ func reportBuild(p *pass, report buildReport) {
 	if state == nil {
 		return
 	}
-	cur, msg := condition(st, v1alpha2.ConditionBuildReady), state.message
+	cur, msg := st.Condition(v1alpha2.ConditionBuildReady), state.message
 	write, usesBase, waits, since := true, false, false, p.now.Time
 	switch state.reason {
 	case v1alpha2.ReasonJobFinished:

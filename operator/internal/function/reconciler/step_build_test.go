@@ -77,7 +77,7 @@ func TestReportBuild(t *testing.T) {
 
 			reportBuild(p, tt.report)
 
-			c := condition(&p.status, v1alpha2.ConditionBuildReady)
+			c := p.status.Condition(v1alpha2.ConditionBuildReady)
 			assert.Equal(t, tt.want, cause{c.Status, c.Reason, c.Message})
 			wantTime := t0
 			if tt.moved {

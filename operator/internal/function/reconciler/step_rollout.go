@@ -83,7 +83,7 @@ func (r *Reconciler) rollout(ctx context.Context, p *pass) (steps.Outcome, error
 		setCondition(&p.status, v1alpha2.ConditionRunning, found.status, found.reason, found.message, p.now)
 		return out, nil
 	}
-	if c := condition(&p.status, v1alpha2.ConditionRunning); c != nil && isReplicaCause(c.Reason) {
+	if c := p.status.Condition(v1alpha2.ConditionRunning); c != nil && isReplicaCause(c.Reason) {
 		// The cause is gone (a Pod placed, a Secret created): what the
 		// Deployment says now.
 		status, reason, msg := deploymentState(dep)

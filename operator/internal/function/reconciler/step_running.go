@@ -41,7 +41,7 @@ func (r *Reconciler) running(_ context.Context, p *pass) (steps.Outcome, error) 
 			fmt.Sprintf("Deployment %s %s", dep.Name, verb), p.now)
 		return steps.Next(), nil
 	}
-	cur := condition(&p.status, v1alpha2.ConditionRunning)
+	cur := p.status.Condition(v1alpha2.ConditionRunning)
 	if cur != nil && dep.Status.ObservedGeneration < dep.Generation {
 		// Someone else changed the Deployment (our own rollouts set p.rolled);
 		// the Deployment controller's next status update decides.
@@ -73,7 +73,7 @@ const progressReportDelay = 5 * time.Second
 // rest of progressReportDelay while the Function has no Running condition yet
 // and its new Deployment is not ready; else 0.
 func firstRolloutWait(p *pass, dep *appsv1.Deployment) time.Duration {
-	if condition(&p.fn.Status, v1alpha2.ConditionRunning) != nil {
+	if p.fn.Status.Condition(v1alpha2.ConditionRunning) != nil {
 		return 0
 	}
 	if status, _, _ := deploymentState(dep); status == corev1.ConditionTrue && p.rolled == "" {

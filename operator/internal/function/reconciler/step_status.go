@@ -49,7 +49,7 @@ func onlyBuildNews(old, cur *v1alpha2.FunctionStatus) bool {
 	st.RuntimeImage, st.Conditions = old.RuntimeImage, nil
 	for _, c := range cur.Conditions {
 		if c.Type == v1alpha2.ConditionBuildReady {
-			prev := condition(old, c.Type)
+			prev := old.Condition(c.Type)
 			if prev == nil {
 				continue
 			}
@@ -66,7 +66,7 @@ func onlyBuildNews(old, cur *v1alpha2.FunctionStatus) bool {
 // (specWarnings), and status.gitRepository (release 1.13's field) from the
 // top-level commit, reference and baseDir that 1.8.4's clients read.
 func mirrorStatus(p *pass) {
-	if c := condition(&p.status, v1alpha2.ConditionConfigurationReady); c != nil {
+	if c := p.status.Condition(v1alpha2.ConditionConfigurationReady); c != nil {
 		var warnings []string
 		if c.Status == corev1.ConditionTrue {
 			warnings = specWarnings(p.fn, p.in.Config)
@@ -88,7 +88,7 @@ func (r *Reconciler) observeBuilds(p *pass) {
 	if p.finishedJob != nil && p.fn.Status.BuiltImage != p.status.BuiltImage {
 		r.metrics.ObserveBuild(p.finishedJob)
 	}
-	old, cur := condition(&p.fn.Status, v1alpha2.ConditionBuildReady), condition(&p.status, v1alpha2.ConditionBuildReady)
+	old, cur := p.fn.Status.Condition(v1alpha2.ConditionBuildReady), p.status.Condition(v1alpha2.ConditionBuildReady)
 	if cur != nil && cur.Reason == v1alpha2.ReasonJobFailed &&
 		(old == nil || old.Reason != cur.Reason || old.Message != cur.Message) {
 		r.metrics.BuildFailed()
@@ -108,7 +108,7 @@ type statusEvent struct{ kind, reason, action, message string }
 func statusEvents(old, cur *v1alpha2.FunctionStatus) []statusEvent {
 	var out []statusEvent
 	for _, c := range cur.Conditions {
-		prev := condition(old, c.Type)
+		prev := old.Condition(c.Type)
 		if prev != nil && prev.Status == c.Status && prev.Reason == c.Reason && prev.Message == c.Message {
 			continue
 		}

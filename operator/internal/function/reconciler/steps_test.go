@@ -61,7 +61,7 @@ func (f *fixture) finishJob(t *testing.T, j *batchv1.Job, typ batchv1.JobConditi
 
 func assertCondition(t *testing.T, fn *v1alpha2.Function, typ string, status corev1.ConditionStatus, reason string) *v1alpha2.Condition {
 	t.Helper()
-	c := condition(&fn.Status, typ)
+	c := fn.Status.Condition(typ)
 	if assert.NotNil(t, c, "condition %s", typ) {
 		assert.Equal(t, status, c.Status, "%s: %s", typ, c.Message)
 		assert.Equal(t, reason, c.Reason, "%s: %s", typ, c.Message)

@@ -222,7 +222,7 @@ func TestWarningsFollowTheSpec(t *testing.T) {
 	f.reconcile(t, "hello")
 	configured := func() string {
 		t.Helper()
-		c := condition(&f.function(t, "hello").Status, v1alpha2.ConditionConfigurationReady)
+		c := f.function(t, "hello").Status.Condition(v1alpha2.ConditionConfigurationReady)
 		require.NotNil(t, c)
 		require.Equal(t, corev1.ConditionTrue, c.Status)
 		return c.Message

@@ -171,7 +171,7 @@ func TestTakeoverOf113InFIPSMode(t *testing.T) {
 		fn := &v1alpha2.Function{}
 		require.NoError(t, fc.Get(ctx, types.NamespacedName{Namespace: fipsNamespace, Name: name}, fn))
 		for _, typ := range []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionRunning} {
-			cond := functionCondition(fn, typ)
+			cond := fn.Status.Condition(typ)
 			if assert.NotNil(t, cond, "%s: %s", name, typ) {
 				assert.Equal(t, corev1.ConditionTrue, cond.Status, "%s: %s %s: %s", name, typ, cond.Reason, cond.Message)
 			}
@@ -239,15 +239,6 @@ func containerEnv(t *testing.T, d *appsv1.Deployment, name string) map[string]st
 		return out
 	}
 	t.Fatalf("Deployment %s has no container %s", d.Name, name)
-	return nil
-}
-
-func functionCondition(fn *v1alpha2.Function, typ string) *v1alpha2.Condition {
-	for i := range fn.Status.Conditions {
-		if fn.Status.Conditions[i].Type == typ {
-			return &fn.Status.Conditions[i]
-		}
-	}
 	return nil
 }
 
