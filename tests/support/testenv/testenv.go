@@ -1,5 +1,7 @@
 // Package testenv starts a real API server (etcd + kube-apiserver from
-// bin/assets, built by hack/tools.sh) for integration tests.
+// bin/assets, built by hack/tools.sh) for integration tests, runs the
+// controller-runtime managers they test against it, and records the
+// writes a client sends.
 package testenv
 
 import (

@@ -19,14 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
@@ -92,39 +88,6 @@ func total(m map[string]int) int {
 		n += v
 	}
 	return n
-}
-
-func (w *writes) funcs() interceptor.Funcs {
-	return interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			err := c.Create(ctx, obj, opts...)
-			w.add("create", obj)
-			return err
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			w.add("update", obj)
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			w.add("patch", obj)
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			w.add("delete", obj)
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			w.add("update/"+sub, obj)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add("patch/"+sub, obj)
-			if data, err := patch.Data(obj); err == nil && testing.Verbose() {
-				fmt.Printf("PATCH %s/%s %s\n", obj.GetNamespace(), obj.GetName(), data)
-			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	}
 }
 
 // copyReads counts the controller's GETs of single per-namespace copies
@@ -229,34 +192,10 @@ func (e *env) startController(t *testing.T) {
 	require.NoError(t, err)
 	rc := rest.CopyConfig(e.rest)
 	rc.WrapTransport = e.copyReads.wrap
-	mgr, err := ctrl.NewManager(rc, manager.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Each manager registers the same controller names.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
-			c, err := client.NewWithWatch(cfg, opts)
-			if err != nil {
-				return nil, err
-			}
-			return interceptor.NewClient(c, e.writes.funcs()), nil
-		},
-	})
-	require.NoError(t, err)
+	mgr := testenv.NewManager(t, rc, manager.Options{Scheme: scheme, Cache: cacheOpts, NewClient: testenv.RecordingClient(e.writes.add)})
 	_, err = app.Setup(mgr, app.Options{Config: cfg, Metrics: prometheus.NewRegistry(), DrainSettle: e.drainSettle})
 	require.NoError(t, err)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	// Once: a subtest that failed between a stop and the next start must
-	// not leave the next stop waiting for a manager that is gone.
-	e.stop = sync.OnceFunc(func() {
-		cancel()
-		assert.NoError(t, <-done)
-	})
+	e.stop = testenv.RunManager(t, mgr)
 }
 
 func createBases(t *testing.T, c client.Client) {

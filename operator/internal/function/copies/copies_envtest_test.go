@@ -21,8 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/app"
@@ -86,30 +84,9 @@ func startController(t, owner *testing.T, restCfg *rest.Config, cfg *config.Conf
 	require.NoError(t, err)
 	cacheOpts, err := app.CacheOptions(cfg)
 	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 logr.Discard(),
-		// The restart test runs a second manager in this process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
+	mgr := testenv.NewManager(t, rc, ctrl.Options{Scheme: scheme, Cache: cacheOpts, Logger: logr.Discard()})
 	require.NoError(t, copies.New(mgr.GetClient(), mgr.GetAPIReader(), cfg).SetupWithManager(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		assert.NoError(t, mgr.Start(ctx))
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-	}
+	stop = testenv.RunManager(owner, mgr)
 	owner.Cleanup(stop)
 	return log, stop
 }

@@ -13,10 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/internal/function/config"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
 // laggingCache writes to the API server's store and reads from a cache
@@ -34,25 +34,11 @@ func (c *laggingCache) List(ctx context.Context, list client.ObjectList, opts ..
 	return c.cache.List(ctx, list, opts...)
 }
 
-// writeCounter counts the writes that reach the API server by verb.
+// writeCounter counts the writes that reach the API server by verb and
+// kind (testenv.RecordWrites).
 type writeCounter map[string]int
 
-func (w writeCounter) funcs() interceptor.Funcs {
-	return interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			w["create "+kindOf(obj)]++
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			w["update "+kindOf(obj)]++
-			return c.Update(ctx, obj, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			w["delete "+kindOf(obj)]++
-			return c.Delete(ctx, obj, opts...)
-		},
-	}
-}
+func (w writeCounter) add(verb string, obj client.Object) { w[verb+" "+kindOf(obj)]++ }
 
 // The write memory keeps a pass that runs before the cache has seen the
 // previous pass's writes from writing again, and a user's copy from being
@@ -74,7 +60,7 @@ func TestReconcileWithLaggingCache(t *testing.T) {
 	cacheObjects := []client.Object{fn, &cm, &py, sec, &sa}
 
 	writes := writeCounter{}
-	api := fake.NewClientBuilder().WithScheme(s).WithObjects(userCM.DeepCopy()).WithInterceptorFuncs(writes.funcs()).Build()
+	api := fake.NewClientBuilder().WithScheme(s).WithObjects(userCM.DeepCopy()).WithInterceptorFuncs(testenv.RecordWrites(writes.add)).Build()
 	cache := &laggingCache{Client: api, cache: fake.NewClientBuilder().WithScheme(s).WithObjects(cacheObjects...).Build()}
 	// catchUp makes the cache show what the API server holds (the user's
 	// copy excepted: its label keeps it out of the cache).

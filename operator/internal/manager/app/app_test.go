@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,8 +23,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/app"
@@ -67,14 +64,7 @@ func startManagerWithFS(t *testing.T, env *testenv.Env, chart fs.FS, opts reconc
 	require.NoError(t, err)
 	cacheOpts, err := watch.CacheOptions(s)
 	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 s,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
+	mgr := testenv.NewManager(t, env.Config, ctrl.Options{Scheme: s, Cache: cacheOpts})
 	n := 0
 	opts.Namespace = ns
 	opts.NewSecret = func(l int) string { n++; return fmt.Sprintf("secret%d-%d", n, l) }
@@ -88,16 +78,7 @@ func startManagerWithFS(t *testing.T, env *testenv.Env, chart fs.FS, opts reconc
 		Options: opts,
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			require.NoError(t, <-done)
-		})
-	}
+	stop = testenv.RunManager(t, mgr)
 	t.Cleanup(stop)
 	return stop
 }

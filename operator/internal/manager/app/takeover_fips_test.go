@@ -18,12 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kyma-project/serverless-manager/charts"
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
@@ -35,6 +31,7 @@ import (
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 	"github.com/kyma-project/serverless-manager/tests/support/gittest"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
+	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 	"github.com/kyma-project/serverless-manager/tests/support/upstreamtest"
 )
 
@@ -302,54 +299,9 @@ func startFunctionController(t *testing.T, rc *rest.Config, cfg fnconfig.Config)
 	cacheOpts, err := fnapp.CacheOptions(&cfg)
 	require.NoError(t, err)
 	log := &writeLog{}
-	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Scheme:                 s,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient: func(rc *rest.Config, opts client.Options) (client.Client, error) {
-			c, err := client.NewWithWatch(rc, opts)
-			if err != nil {
-				return nil, err
-			}
-			return interceptor.NewClient(c, interceptor.Funcs{
-				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					log.add("create", obj)
-					return c.Create(ctx, obj, opts...)
-				},
-				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-					log.add("update", obj)
-					return c.Update(ctx, obj, opts...)
-				},
-				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-					log.add("patch", obj)
-					return c.Patch(ctx, obj, patch, opts...)
-				},
-				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-					log.add("delete", obj)
-					return c.Delete(ctx, obj, opts...)
-				},
-				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					log.add("update/"+sub, obj)
-					return c.SubResource(sub).Update(ctx, obj, opts...)
-				},
-				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-					log.add("patch/"+sub, obj)
-					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-				},
-			}), nil
-		},
-	})
-	require.NoError(t, err)
+	mgr := testenv.NewManager(t, rc, ctrl.Options{Scheme: s, Cache: cacheOpts, NewClient: testenv.RecordingClient(log.add)})
 	_, err = fnapp.Setup(mgr, fnapp.Options{Config: cfg, Metrics: prometheus.NewRegistry()})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.NoError(t, <-done)
-	})
+	t.Cleanup(testenv.RunManager(t, mgr))
 	return log
 }
