@@ -3,7 +3,6 @@ package activator
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,15 +46,7 @@ func TestClusterMeshMode(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "fn-" + strconv.Itoa(i)
-			f := k.function(t, ns, name, 1, ptr.To[int32](0), window)
-			fn := client.ObjectKeyFromObject(f)
-			defer func() {
-				require.NoError(t, k.c.Delete(context.Background(), f))
-				eventually(t, "the cache loses the Function", func() (bool, string) {
-					err := k.cache.Get(context.Background(), fn, &v1alpha2.Function{})
-					return apierrors.IsNotFound(err), fmt.Sprint(err)
-				})
-			}()
+			fn := client.ObjectKeyFromObject(k.caseFunction(t, ns, name, 1, ptr.To[int32](0), window))
 			ip := "10.3.0." + strconv.Itoa(i+1)
 			k.slice(t, ns, name+"-abcde", name, false, 8080, endpoint{ip: ip, uid: "pod-" + name})
 			if tc.private {
@@ -71,13 +61,9 @@ func TestClusterMeshMode(t *testing.T) {
 
 			metrics := &replicaMetrics{}
 			side := newMeshSidecar(t, scaletozero.MeshAuthority(ns, name), metrics)
-			addr := side.srv.Listener.Addr().String()
 			// The API server admits no loopback endpoint: the replica's
 			// address is made up, and dialled at the sidecar.
-			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
-				DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-					return (&net.Dialer{}).DialContext(ctx, network, addr)
-				}}}
+			hc := &http.Client{Transport: side.transport()}
 			rec := &events{}
 			s, err := NewScaleDowns(ScaleDowns{Cache: k.cache, Client: k.c, Log: testr.New(t), HTTP: hc,
 				Kube: &Kube{Cache: k.cache, Client: k.c, Events: rec, Mesh: v1alpha1.MeshIstio}}, nil)

@@ -152,6 +152,22 @@ func (k *cluster) function(t *testing.T, ns, name string, replicas int32, minRep
 	return f
 }
 
+// caseFunction is k.function for one case of a table, deleted (and gone
+// from the cache) when the case ends: each round sees every Function, and
+// the next case must not see this one.
+func (k *cluster) caseFunction(t *testing.T, ns, name string, replicas int32, minReplicas *int32, annotations map[string]string) *v1alpha2.Function {
+	t.Helper()
+	f := k.function(t, ns, name, replicas, minReplicas, annotations)
+	t.Cleanup(func() {
+		require.NoError(t, k.c.Delete(context.Background(), f))
+		eventually(t, "the cache loses the Function", func() (bool, string) {
+			err := k.cache.Get(context.Background(), client.ObjectKeyFromObject(f), &v1alpha2.Function{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	})
+	return f
+}
+
 func (k *cluster) scale(t *testing.T, fn types.NamespacedName) int32 {
 	t.Helper()
 	f := &v1alpha2.Function{}
@@ -789,16 +805,7 @@ func testScaleDowns(t *testing.T, k *cluster) {
 					return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 				}}}
 			name := "fn-" + strconv.Itoa(i)
-			f := k.function(t, ns, name, 1, tc.minReplicas, tc.annotations)
-			fn := client.ObjectKeyFromObject(f)
-			// Each loop sees every Function: the next case must not see this one.
-			defer func() {
-				require.NoError(t, k.c.Delete(context.Background(), f))
-				eventually(t, "the cache loses the Function", func() (bool, string) {
-					err := k.cache.Get(context.Background(), fn, &v1alpha2.Function{})
-					return apierrors.IsNotFound(err), fmt.Sprint(err)
-				})
-			}()
+			fn := client.ObjectKeyFromObject(k.caseFunction(t, ns, name, 1, tc.minReplicas, tc.annotations))
 			k.slice(t, ns, name+"-abcde", name, false, 8080, endpoint{ip: "10.1.0." + strconv.Itoa(i+1), uid: "pod-" + name})
 
 			var writes atomic.Int32
@@ -905,15 +912,7 @@ func TestClusterScrapeRefused(t *testing.T) {
 					return (&net.Dialer{}).DialContext(ctx, network, target.Load().(string))
 				}}}
 			name := "fn-" + strconv.Itoa(i)
-			f := k.function(t, ns, name, 1, ptr.To[int32](0), window)
-			fn := client.ObjectKeyFromObject(f)
-			defer func() {
-				require.NoError(t, k.c.Delete(context.Background(), f))
-				eventually(t, "the cache loses the Function", func() (bool, string) {
-					err := k.cache.Get(context.Background(), fn, &v1alpha2.Function{})
-					return apierrors.IsNotFound(err), fmt.Sprint(err)
-				})
-			}()
+			fn := client.ObjectKeyFromObject(k.caseFunction(t, ns, name, 1, ptr.To[int32](0), window))
 			ip := "10.2.0." + strconv.Itoa(i+1)
 			k.slice(t, ns, name+"-abcde", name, false, 8080, endpoint{ip: ip, uid: "pod-" + name})
 
