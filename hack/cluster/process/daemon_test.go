@@ -37,6 +37,18 @@ func testDaemons(t *testing.T) (Daemons, string) {
 	return Daemons{PIDDir: filepath.Join(state, "pids"), Mark: state + "/"}, state
 }
 
+// startLoop starts a testDaemon named loop in a state directory of its own
+// and returns the runner, the daemon and the PID the runner recorded.
+func startLoop(t *testing.T, trapTerm string) (Daemons, Daemon, int) {
+	t.Helper()
+	d, state := testDaemons(t)
+	dm := testDaemon(t, state, "loop", trapTerm)
+	require.NoError(t, d.Start(dm))
+	pid, ok := d.PID("loop")
+	require.True(t, ok, "the recorded PID is ours")
+	return d, dm, pid
+}
+
 func TestDaemonStartStop(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -47,11 +59,7 @@ func TestDaemonStartStop(t *testing.T) {
 		{name: "ignores SIGTERM: killed after the grace", trapTerm: "", killed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, state := testDaemons(t)
-			dm := testDaemon(t, state, "loop", tc.trapTerm)
-			require.NoError(t, d.Start(dm))
-			pid, ok := d.PID("loop")
-			require.True(t, ok, "the recorded PID is ours")
+			d, dm, pid := startLoop(t, tc.trapTerm)
 			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 			require.NoError(t, d.CheckAlive(dm))
 			// its trap is set once it said so (the start marker holds the
@@ -82,11 +90,7 @@ func TestDaemonStartStop(t *testing.T) {
 }
 
 func TestDaemonKillAndStart(t *testing.T) {
-	d, state := testDaemons(t)
-	dm := testDaemon(t, state, "loop", "")
-	require.NoError(t, d.Start(dm))
-	first, ok := d.PID("loop")
-	require.True(t, ok)
+	d, dm, first := startLoop(t, "")
 	require.NoError(t, d.Kill(dm))
 	assert.False(t, Alive(first))
 	require.NoError(t, d.Start(dm))
@@ -101,18 +105,14 @@ func TestDaemonKillAndStart(t *testing.T) {
 // with Stop; a process the PID file names that is not ours (a reused PID)
 // is never signalled.
 func TestDaemonStopKillsStrayCopiesOnly(t *testing.T) {
-	d, state := testDaemons(t)
-	dm := testDaemon(t, state, "loop", "")
-	require.NoError(t, d.Start(dm))
-	stray, ok := d.PID("loop")
-	require.True(t, ok)
+	d, dm, stray := startLoop(t, "")
 	require.NoError(t, os.Remove(filepath.Join(d.PIDDir, "loop.pid")))
 
 	other := exec.Command("sleep", "30")
 	require.NoError(t, other.Start())
 	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
 	require.NoError(t, os.WriteFile(filepath.Join(d.PIDDir, "loop.pid"), []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o644))
-	_, ok = d.PID("loop")
+	_, ok := d.PID("loop")
 	assert.False(t, ok, "a process without the mark is not ours")
 
 	require.NoError(t, d.Stop(dm))
