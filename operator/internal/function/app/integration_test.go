@@ -133,8 +133,9 @@ type env struct {
 }
 
 // start runs the Function controller (Function reconciler and copies) against
-// a real API server, with the base objects in the base namespace.
-func start(t *testing.T) *env {
+// a real API server, with the base objects in the base namespace; configure
+// sets the controller's settings before it starts.
+func start(t *testing.T, configure ...func(*env)) *env {
 	t.Helper()
 	// controller-runtime's logger is global: logs with -v, silence otherwise.
 	if testing.Verbose() {
@@ -148,11 +149,18 @@ func start(t *testing.T) *env {
 	c, err := client.New(te.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	e := &env{c: c, rest: te.Config, writes: &writes{n: map[string]map[string]int{}}, copyReads: &copyReads{n: map[string]int{}}, cfg: controllerConfig(t)}
+	for _, f := range configure {
+		f(e)
+	}
 	e.startController(t)
 	t.Cleanup(func() { e.stop() })
 	createBases(t, c)
 	return e
 }
+
+// quickDrain lets a drain end a second after the last replica went:
+// envtest has no node to wait for.
+func quickDrain(e *env) { e.drainSettle = time.Second }
 
 // controllerConfig is the configuration of the controller under test.
 func controllerConfig(t *testing.T) config.Config {

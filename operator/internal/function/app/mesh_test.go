@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,12 +26,10 @@ func TestMeshModePrivateService(t *testing.T) {
 		t.Skip("starts an API server")
 	}
 	ctx := context.Background()
-	e := start(t)
-	e.stop()
-	e.cfg = buildlessConfig(t)
-	e.cfg.ScaleToZeroMesh = v1alpha1.MeshIstio
-	e.drainSettle = time.Second // envtest has no node to wait for
-	e.startController(t)
+	e := start(t, quickDrain, func(e *env) {
+		e.cfg = buildlessConfig(t)
+		e.cfg.ScaleToZeroMesh = v1alpha1.MeshIstio
+	})
 	e.activatorPods(t, "10.9.0.1")
 
 	ns := e.namespace(t, "mesh")

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,10 +136,7 @@ func TestScaleToZero(t *testing.T) {
 		t.Skip("starts an API server")
 	}
 	ctx := context.Background()
-	e := start(t)
-	e.stop()
-	e.drainSettle = time.Second // envtest has no node to wait for
-	e.startController(t)
+	e := start(t, quickDrain)
 	e.activatorPods(t, "10.9.0.1", "10.9.0.2")
 
 	t.Run("a Function without minReplicas 0 is left as before", func(t *testing.T) {
