@@ -28,9 +28,6 @@ import (
 // Service is refused by the replica's sidecar, kept running, and gets one
 // ScrapeRefused event that names what mesh mode needs.
 func TestClusterMeshMode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	k := startCluster(t)
 	ns := k.namespace(t, "mesh")
 	window := map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "10s"}

@@ -57,9 +57,12 @@ type cluster struct {
 // startCluster starts envtest with the Function CRD. Its minReplicas is
 // admitted down to 0 here whatever the CRD says: the CRD's change is the
 // Function controller's part of scale to zero, and the activator's tests
-// need such Functions.
+// need such Functions. With -short the test is skipped.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		assets = filepath.Join(repo.MustRoot(), "bin", "assets")
@@ -243,9 +246,6 @@ func (k *cluster) slice(t *testing.T, ns, name, service string, ours bool, port 
 }
 
 func TestCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	k := startCluster(t)
 	t.Run("Waker", func(t *testing.T) { testWaker(t, k) })
 	t.Run("Replicas", func(t *testing.T) { testReplicas(t, k) })
@@ -852,9 +852,6 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // scrapeRefusedEvery, and is never scaled to zero. A refusal seen once
 // (a replica that just went) and failures a mesh does not cause get none.
 func TestClusterScrapeRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	k := startCluster(t)
 	ns := k.namespace(t, "scrape-refused")
 	window := map[string]string{v1alpha2.AnnotationScaleToZeroAfter: "10s"}

@@ -75,9 +75,6 @@ func release113[T any](t *testing.T, file string, fn *v1alpha2.Function) *T {
 // it is adopted without a write; a new Function costs three writes; a
 // restarted controller writes nothing.
 func TestBuildlessMode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	ctx := context.Background()
 	e := start(t)
 

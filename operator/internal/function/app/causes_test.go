@@ -27,9 +27,6 @@ const noRoom = "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) had untol
 // envtest: the test writes them), within seconds and with one status
 // write per cause.
 func TestFunctionSaysWhyItWaits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	e := start(t)
 
 	t.Run("JobQueued: a build behind the build limit, with its place in the queue", func(t *testing.T) {

@@ -24,9 +24,6 @@ import (
 // One API server for all cases; each case has its own namespace and leaves
 // no unfinished build Job behind (the build cap is cluster-wide).
 func TestFunctionController(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	e := start(t)
 
 	t.Run("inline Function to Running, with the writes it costs", func(t *testing.T) {

@@ -134,9 +134,13 @@ type env struct {
 
 // start runs the Function controller (Function reconciler and copies) against
 // a real API server, with the base objects in the base namespace; configure
-// sets the controller's settings before it starts.
+// sets the controller's settings before it starts. With -short the test is
+// skipped.
 func start(t *testing.T, configure ...func(*env)) *env {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
 	// controller-runtime's logger is global: logs with -v, silence otherwise.
 	if testing.Verbose() {
 		log.SetLogger(crzap.New(crzap.UseDevMode(true)))

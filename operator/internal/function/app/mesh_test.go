@@ -22,9 +22,6 @@ import (
 // are ready, owned by the Function), parked and woken alike; it goes when
 // the Function stops scaling to zero.
 func TestMeshModePrivateService(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	ctx := context.Background()
 	e := start(t, quickDrain, func(e *env) {
 		e.cfg = buildlessConfig(t)

@@ -51,9 +51,6 @@ func registryEndpoint(ready *bool) []discoveryv1.Endpoint {
 // (by watch: nothing requeues the Function meanwhile). An external
 // registry is never waited for.
 func TestBuildWaitsForTheInternalRegistry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	e := start(t)
 	// Longer than a pass takes, far shorter than any backoff or requeue.
 	const startsWithin = 5 * time.Second

@@ -132,9 +132,6 @@ func (e *env) waitRouting(t *testing.T, ns, name string, want routing, msg strin
 // parked and drained to zero when asked, served again after a wake. A
 // Function without minReplicas 0 gets none of it.
 func TestScaleToZero(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
 	ctx := context.Background()
 	e := start(t, quickDrain)
 	e.activatorPods(t, "10.9.0.1", "10.9.0.2")

@@ -20,17 +20,23 @@ import (
 	"github.com/kyma-project/serverless-manager/tests/support/testenv"
 )
 
+// apiServer starts a real API server for the test (skipped with -short)
+// and returns its client.
+func apiServer(t *testing.T) client.Client {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	return testenv.Start(t).Client
+}
+
 // TestAPIServerRoundTrip creates every built object in a real API server and
 // checks that (a) the server accepts it and (b) the update helpers see the
 // stored, defaulted object as unchanged — otherwise the controller would
 // write (or roll Pods) on every pass.
 func TestAPIServerRoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	env := testenv.Start(t)
+	c := apiServer(t)
 	ctx := context.Background()
-	c := env.Client
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fn-test-1"}}))
 
 	functions := map[string]*v1alpha2.Function{
@@ -136,12 +142,8 @@ func TestAPIServerRoundTrip(t *testing.T) {
 // HPA whose spec.behavior someone set, which the API server fills in with
 // defaults. No case writes twice.
 func TestHPAAPIServerRoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	env := testenv.Start(t)
+	c := apiServer(t)
 	ctx := context.Background()
-	c := env.Client
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fn-test-1"}}))
 	fn := newFunction(v1alpha2.RuntimeNodejs22, func(fn *v1alpha2.Function) {
 		fn.Spec.ScaleConfig = &v1alpha2.ScaleConfig{MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](5)}
@@ -201,12 +203,8 @@ func TestHPAAPIServerRoundTrip(t *testing.T) {
 // Standard is enforced, for inline and Git Functions of every runtime; a
 // Pod that runs as root is refused there (the check is on).
 func TestBuildPodIsRestricted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	env := testenv.Start(t)
+	c := apiServer(t)
 	ctx := context.Background()
-	c := env.Client
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fn-test-1", Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
 	}}}
@@ -238,12 +236,8 @@ func TestBuildPodIsRestricted(t *testing.T) {
 // docs/contributor/upstream-contract.md#what-rolls-buildless-pods), this
 // controller writes nothing. An update it builds is accepted and settles.
 func TestBuildlessAPIServerRoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	env := testenv.Start(t)
+	c := apiServer(t)
 	ctx := context.Background()
-	c := env.Client
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}}))
 
 	withEverything := inlinePython()
