@@ -78,23 +78,8 @@ func generate(dir string, n node, now time.Time) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	caKey, err := newKey()
+	ca, caKey, err := newCA(dir, "ca", "serverless-local-ca", now)
 	if err != nil {
-		return err
-	}
-	caTmpl := template(now, pkix.Name{CommonName: "serverless-local-ca"})
-	caTmpl.IsCA = true
-	caTmpl.BasicConstraintsValid = true
-	caTmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return err
-	}
-	if err := writePair(dir, "ca", caDER, caKey); err != nil {
 		return err
 	}
 
@@ -166,28 +151,38 @@ func generate(dir string, n node, now time.Time) error {
 // frontProxy writes front-proxy-ca and the front-proxy-client certificate
 // it signs.
 func frontProxy(dir string, now time.Time) error {
-	key, err := newKey()
+	ca, key, err := newCA(dir, "front-proxy-ca", "front-proxy-ca", now)
 	if err != nil {
-		return err
-	}
-	tmpl := template(now, pkix.Name{CommonName: "front-proxy-ca"})
-	tmpl.IsCA = true
-	tmpl.BasicConstraintsValid = true
-	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		return err
-	}
-	if err := writePair(dir, "front-proxy-ca", der, key); err != nil {
 		return err
 	}
 	client := template(now, pkix.Name{CommonName: "front-proxy-client"})
 	client.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	return issue(dir, "front-proxy-client", client, ca, key)
+}
+
+// newCA writes a self-signed CA named commonName as <file>.crt and
+// <file>.key and returns it with its key, to issue certificates.
+func newCA(dir, file, commonName string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := newKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := template(now, pkix.Name{CommonName: commonName})
+	tmpl.IsCA = true
+	tmpl.BasicConstraintsValid = true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := writePair(dir, file, der, key); err != nil {
+		return nil, nil, err
+	}
+	return ca, key, nil
 }
 
 func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }

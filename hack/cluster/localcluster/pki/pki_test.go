@@ -66,25 +66,26 @@ func TestGenerate(t *testing.T) {
 		}
 	})
 
-	t.Run("the kubelet serves at the node's address and name only", func(t *testing.T) {
-		cert := readCert(t, filepath.Join(dir, "kubelet.crt"))
-		for _, host := range []string{"10.240.0.1", "real-node"} {
-			_, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-			require.NoError(t, err, host)
-		}
-		_, err := cert.Verify(x509.VerifyOptions{DNSName: "127.0.0.1", Roots: roots})
-		require.Error(t, err)
-	})
-
-	t.Run("metrics-server serves at the node's address and its Service's name", func(t *testing.T) {
-		cert := readCert(t, filepath.Join(dir, "metrics-server-serving.crt"))
-		for _, host := range []string{"10.240.0.1", "metrics-server.kube-system.svc"} {
-			_, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-			require.NoError(t, err, host)
-		}
-		_, err := cert.Verify(x509.VerifyOptions{DNSName: "kubernetes.default.svc", Roots: roots})
-		require.Error(t, err)
-	})
+	for _, tc := range []struct {
+		name, file string
+		hosts      []string
+		notHost    string
+	}{
+		{name: "the kubelet serves at the node's address and name only", file: "kubelet",
+			hosts: []string{"10.240.0.1", "real-node"}, notHost: "127.0.0.1"},
+		{name: "metrics-server serves at the node's address and its Service's name", file: "metrics-server-serving",
+			hosts: []string{"10.240.0.1", "metrics-server.kube-system.svc"}, notHost: "kubernetes.default.svc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cert := readCert(t, filepath.Join(dir, tc.file+".crt"))
+			for _, host := range tc.hosts {
+				_, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+				require.NoError(t, err, host)
+			}
+			_, err := cert.Verify(x509.VerifyOptions{DNSName: tc.notHost, Roots: roots})
+			require.Error(t, err)
+		})
+	}
 
 	t.Run("the front-proxy client chains to its own CA only", func(t *testing.T) {
 		frontRoots := x509.NewCertPool()
