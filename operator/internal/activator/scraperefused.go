@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -102,29 +103,18 @@ func PlaintextRefusal(err error) string {
 // answeredTLSOnly reports whether a 400's body is a TLS server's answer to
 // plaintext.
 func answeredTLSOnly(status int, body []byte) bool {
-	if status != 400 {
-		return false
-	}
-	for _, a := range tlsOnlyAnswers {
-		if strings.Contains(string(body), a) {
-			return true
-		}
-	}
-	return false
+	return status == 400 && containsAny(body, tlsOnlyAnswers)
 }
 
 // sidecarFailed reports whether a 503's body is the activator's sidecar
 // saying that the upstream failed (mesh mode).
 func sidecarFailed(status int, body []byte) bool {
-	if status != 503 {
-		return false
-	}
-	for _, a := range sidecarAnswers {
-		if strings.Contains(string(body), a) {
-			return true
-		}
-	}
-	return false
+	return status == 503 && containsAny(body, sidecarAnswers)
+}
+
+// containsAny reports whether body contains one of answers.
+func containsAny(body []byte, answers []string) bool {
+	return slices.ContainsFunc(answers, func(a string) bool { return strings.Contains(string(body), a) })
 }
 
 // meshScrapeRefusedNote is the event's note in mesh mode: the replica, the
