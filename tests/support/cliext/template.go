@@ -3,7 +3,8 @@ package cliext
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -59,7 +60,7 @@ func newLineIndent(n int, s string) string {
 // sorted here (the CLI's order is a map's) so that output is stable.
 func toEnvs(m map[string]any) string {
 	items := make([]string, 0, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		items = append(items, fmt.Sprintf(`{"name":"%s","value":"%s"}`, k, m[k]))
 	}
 	return "[" + strings.Join(items, ",") + "]"
@@ -73,7 +74,7 @@ func toArray(format string, m map[string]any) (string, error) {
 		return "", fmt.Errorf("parsing the item format: %w", err)
 	}
 	items := make([]string, 0, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		var b bytes.Buffer
 		if err := t.Execute(&b, map[string]any{"key": k, "value": m[k]}); err != nil {
 			return "", fmt.Errorf("filling the item format: %w", err)
@@ -86,17 +87,8 @@ func toArray(format string, m map[string]any) (string, error) {
 // toYAML writes a map as a flow mapping of strings.
 func toYAML(m map[string]any) string {
 	items := make([]string, 0, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		items = append(items, fmt.Sprintf(`"%s":"%s"`, k, m[k]))
 	}
 	return "{" + strings.Join(items, ",") + "}"
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

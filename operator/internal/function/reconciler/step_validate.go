@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -82,7 +83,7 @@ func validateFunction(fn *v1alpha2.Function, cfg *config.Config) []string {
 			add("spec.source.inline.dependencies must be a package.json object (start with { and end with })")
 		}
 	}
-	for _, k := range sortedKeys(fn.Spec.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(fn.Spec.Labels)) {
 		for _, e := range validation.IsQualifiedName(k) {
 			add("spec.labels key %q: %s", k, e)
 		}
@@ -90,7 +91,7 @@ func validateFunction(fn *v1alpha2.Function, cfg *config.Config) []string {
 			add("spec.labels[%q] value: %s", k, e)
 		}
 	}
-	for _, k := range sortedKeys(fn.Spec.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(fn.Spec.Annotations)) {
 		for _, e := range validation.IsQualifiedName(k) {
 			add("spec.annotations key %q: %s", k, e)
 		}
@@ -99,12 +100,3 @@ func validateFunction(fn *v1alpha2.Function, cfg *config.Config) []string {
 }
 
 func isNode(rt v1alpha2.Runtime) bool { return strings.HasPrefix(string(rt), "nodejs") }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
