@@ -60,7 +60,7 @@ test-e2e: build image ## end-to-end tests on the local cluster they start themse
 # cgroup v2 (unified) hosts: the real node in a QEMU guest of Debian's
 # packages (hack/cgroup2.sh). The host may mount cgroup v1: make test runs
 # the node there.
-test-cgroup2: tools image ## the local cluster on cgroup v2, in a guest: make cluster-up, a Function that builds and answers, make cluster-down (builds the guest once into bin/cgroup2; needs root; installs qemu-system-x86 and debootstrap from Debian; about 9 minutes under emulation, the first build 3 more)
+test-cgroup2: tools image ## the local cluster on cgroup v2, in a guest: make cluster-up, a Function that builds and answers, make cluster-down (builds the guest once into bin/cgroup2; needs root; installs qemu-system-x86 and debootstrap from Debian; 7–10 minutes under emulation, the first build 1.5–3 more)
 	hack/cgroup2.sh
 
 run: ## local cluster + manager + default CR until Ready (the Function controller and registry as the chart's Pods), then prints how to create and call a Function and returns; the cluster keeps running (also after Ctrl-C, unless it was still starting) until make cluster-down
