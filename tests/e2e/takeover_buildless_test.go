@@ -165,9 +165,7 @@ func (e *env) installBuildlessUpstream() (fnNS string, names []string, before ma
 	// upstream's Pods (its controller, the Functions' runtime images) are
 	// simulated: their images are not pullable here
 	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
-	t.Cleanup(func() {
-		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
-	})
+	t.Cleanup(func() { _ = e.cluster.DeleteNamespace(context.Background(), fnNS) })
 	require.NoError(t, upstreamtest.InstallFunctions(ctx, e.c, fns))
 	for _, o := range fns {
 		if o.GetKind() == "Function" {

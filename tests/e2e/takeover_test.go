@@ -172,9 +172,7 @@ func (e *env) functionBuiltBy184(inst *upstreamtest.Installation) (f *fnEnv, fnN
 	t.Helper()
 	fnNS = "takeover-functions"
 	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
-	t.Cleanup(func() {
-		_ = e.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fnNS}})
-	})
+	t.Cleanup(func() { _ = e.cluster.DeleteNamespace(context.Background(), fnNS) })
 	e.placeModule(framework.RealNode)
 	f, stopStandIn := e.standInFunctionController(inst)
 	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, builtBy184, v1alpha2.RuntimePython312, "built by 1.8.4")))

@@ -28,7 +28,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -209,21 +208,29 @@ func (c *Cluster) Namespace(t testing.TB, prefix string) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		// Functions first: a namespace being deleted keeps its other objects
-		// until its Pods are gone (ordered namespace deletion), so its
-		// Functions would hold the test's uninstall back for as long as
-		// their Pods take to stop. Only a speed-up: the namespace's deletion
-		// removes them anyway.
-		fns := &metav1.PartialObjectMetadata{}
-		fns.SetGroupVersionKind(functionGVK)
-		if err := c.client.DeleteAllOf(ctx, fns, client.InNamespace(ns.Name)); err != nil && !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
-			t.Logf("the Functions of namespace %s go with it (deleting them first: %v)", ns.Name, err)
-		}
-		if err := c.client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.DeleteNamespace(ctx, ns.Name); err != nil {
 			t.Errorf("delete namespace %s: %v", ns.Name, err)
 		}
 	})
 	return ns.Name
+}
+
+// DeleteNamespace deletes the namespace's Functions, then the namespace; a
+// namespace that is gone or already being deleted (the API server answers
+// Conflict) is no error. Functions first: a namespace being deleted keeps
+// its other objects until its Pods are gone (ordered namespace deletion),
+// so its Functions would hold the test's uninstall (which waits while a
+// Function exists) back for as long as their Pods take to stop. Only a
+// speed-up: the namespace's deletion removes them anyway, so a failure to
+// delete them is not returned.
+func (c *Cluster) DeleteNamespace(ctx context.Context, name string) error {
+	fns := &metav1.PartialObjectMetadata{}
+	fns.SetGroupVersionKind(functionGVK)
+	_ = c.client.DeleteAllOf(ctx, fns, client.InNamespace(name))
+	if err := c.client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
 }
 
 // ServiceAccountKubeconfig writes a kubeconfig that authenticates as the
