@@ -477,8 +477,8 @@ func TestFunctionControllerKilledDuringBuilds(t *testing.T) {
 	for _, name := range names {
 		f.waitRunning(fnNS, name)
 	}
+	f.requireJobsStayEach(fnNS, names, 1, "one build per Function despite the kills")
 	for _, name := range names {
-		f.requireJobsStay(fnNS, name, 1, "one build per Function despite the kills")
 		jobs, deployments, _, _, err := f.children(ctx, fnNS, name)
 		require.NoError(t, err)
 		assert.Len(t, jobs, 1, name)
@@ -527,7 +527,14 @@ func (f *fnEnv) waitNoChildren(ns, name string) {
 // and for a few more seconds (a wrong build would appear within them).
 func (f *fnEnv) requireJobsStay(ns, name string, want int, why string) {
 	f.t.Helper()
-	check := func(got int) {
+	f.requireJobsStayEach(ns, []string{name}, want, why)
+}
+
+// requireJobsStayEach is requireJobsStay for each of the Functions names,
+// watched over the same few seconds.
+func (f *fnEnv) requireJobsStayEach(ns string, names []string, want int, why string) {
+	f.t.Helper()
+	check := func(name string, got int) {
 		f.t.Helper()
 		if got != want {
 			// The dumps carry the events: a failed and retried build names its cause there.
@@ -537,11 +544,17 @@ func (f *fnEnv) requireJobsStay(ns, name string, want int, why string) {
 	}
 	// count lists the Jobs to be sure the watch has caught up; in between,
 	// what the watch has seen is enough.
-	check(f.jobs.count(ns, name))
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		check(f.jobs.watched(ns, name))
+	for _, name := range names {
+		check(name, f.jobs.count(ns, name))
 	}
-	check(f.jobs.count(ns, name))
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, name := range names {
+			check(name, f.jobs.watched(ns, name))
+		}
+	}
+	for _, name := range names {
+		check(name, f.jobs.count(ns, name))
+	}
 }
 
 // jobLog records every build Job the controller ever created during a
