@@ -356,14 +356,16 @@ func (f *fnEnv) dumpSlices(fnNS string) func() string {
 
 // TestBuildlessFunctions runs the buildless-mode tests side by side against
 // one install in buildless mode; then, with the Function controller stopped,
-// a scale-to-zero Function that is up keeps answering.
+// a scale-to-zero Function that is up keeps answering (created first, so
+// that it starts while the others run).
 func TestBuildlessFunctions(t *testing.T) {
 	f := startBuildless(t)
+	upNS := f.createUpFunction()
 	sideBySide(t,
 		subtest{"InstallOOMKilledKeepsThePreviousVersion", func(t *testing.T) { testBuildlessInstallOOMKilledKeepsThePreviousVersion(t, f.in(t)) }},
 		subtest{"ScaleToZero", func(t *testing.T) { testScaleToZeroInBuildlessMode(t, f.in(t)) }},
 	)
-	testUpFunctionAnswersWithoutTheController(t, f)
+	testUpFunctionAnswersWithoutTheController(t, f, upNS)
 }
 
 // In buildless mode a Function scales to zero and wakes as in build mode
@@ -385,16 +387,26 @@ func testScaleToZeroInBuildlessMode(t *testing.T, f *fnEnv) {
 	t.Logf("5 requests at zero in buildless mode: last answered after %s", answers[len(answers)-1].took)
 }
 
-// With the Function controller stopped, a scale-to-zero Function that is up
-// keeps answering: neither the controller nor the activator is on its
-// request path.
-func testUpFunctionAnswersWithoutTheController(t *testing.T, f *fnEnv) {
-	ctx := t.Context()
-	fnNS := f.cluster.Namespace(t, "zero-no-controller")
-	const name = "up"
-	fn := sleepy(fnNS, name, "buildless")
+// upFunction is the Function of testUpFunctionAnswersWithoutTheController:
+// it scales to zero, after an hour.
+const upFunction = "up"
+
+// createUpFunction creates upFunction in a namespace of its own, which it
+// returns.
+func (f *fnEnv) createUpFunction() string {
+	f.t.Helper()
+	fnNS := f.cluster.Namespace(f.t, "zero-no-controller")
+	fn := sleepy(fnNS, upFunction, "buildless")
 	fn.Annotations[v1alpha2.AnnotationScaleToZeroAfter] = "1h"
-	require.NoError(t, f.fcs.Create(ctx, fn))
+	require.NoError(f.t, f.fcs.Create(f.t.Context(), fn))
+	return fnNS
+}
+
+// With the Function controller stopped, a scale-to-zero Function that is up
+// (upFunction in fnNS) keeps answering: neither the controller nor the
+// activator is on its request path.
+func testUpFunctionAnswersWithoutTheController(t *testing.T, f *fnEnv, fnNS string) {
+	const name = upFunction
 	f.waitFunction(fnNS, name, "to run buildless", 3*time.Minute, isRunningBuildless)
 	dumps := append(f.dumpsFor(fnNS, name), f.dumpActivator(), f.dumpSlices(fnNS))
 	f.cluster.WaitForAnswer(t, 2*time.Minute, fnNS, name, "/", func(b string) bool { return b == "buildless" }, dumps...)
