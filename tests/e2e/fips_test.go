@@ -70,13 +70,33 @@ func TestFIPSModeOnTheRealNode(t *testing.T) {
 		}
 	})
 
-	// A real build: npm installs a dependency in the runtime image's step,
-	// our prepare and build steps (the controller's binary, FIPS 140-only)
-	// read the base from the node's registry and push to the internal one;
-	// the Function runs the pushed digest and answers.
-	fnNS := e.cluster.Namespace(t, "fips")
+	// Side by side, as neither waits for the other:
+	//   - A real build: npm installs a dependency in the runtime image's
+	//     step, our prepare and build steps (the controller's binary, FIPS
+	//     140-only) read the base from the node's registry and push to the
+	//     internal one; the Function runs the pushed digest and answers.
+	//   - The activator (FIPS 140-only) holds a request at zero, wakes the
+	//     Function and forwards the request.
+	sideBySide(t,
+		subtest{"a real build runs FIPS 140-only", func(t *testing.T) { testFIPSBuild(t, f.in(t)) }},
+		subtest{"FunctionScalesToZeroAndWakes", func(t *testing.T) { testFunctionScalesToZeroAndWakes(t, f.in(t)) }},
+	)
+
+	// Nothing of the run was refused: the controller's log after the build
+	// and the wake-up.
+	controller := f.controllerPod()
+	log, err := e.cluster.PodLog(ctx, ns, controller.Name, "manager")
+	require.NoError(t, err)
+	assert.NotContains(t, log, "FIPS 140-only mode", "no algorithm refused in the controller")
+}
+
+// testFIPSBuild: a Function with an npm dependency builds, its steps that
+// run the controller's binary run FIPS 140-only and refused nothing, and
+// it answers.
+func testFIPSBuild(t *testing.T, f *fnEnv) {
+	fnNS := f.cluster.Namespace(t, "fips")
 	deps := `{"name": "hello", "version": "1.0.0", "dependencies": {"is-number": "7.0.0"}}`
-	require.NoError(t, f.fcs.Create(ctx, realFunction(fnNS, "fips", isNumberHandler("fips"), deps)))
+	require.NoError(t, f.fcs.Create(t.Context(), realFunction(fnNS, "fips", isNumberHandler("fips"), deps)))
 	f.runningDigest(fnNS, "fips", "")
 	pod := f.buildPod(fnNS, "fips")
 	t.Logf("build: %s", stepTimes(pod))
@@ -90,20 +110,9 @@ func TestFIPSModeOnTheRealNode(t *testing.T) {
 		assert.Equal(t, fips.GODEBUG, env[fips.EnvGODEBUG], "build step %s", step)
 		assert.NotContains(t, f.stepLog(pod, step), "refusing to start", step)
 	}
-	e.cluster.WaitForAnswer(t, time.Minute, fnNS, "fips", "/", func(body string) bool {
+	f.cluster.WaitForAnswer(t, time.Minute, fnNS, "fips", "/", func(body string) bool {
 		return body == "fips: 42 true, x false"
 	}, f.dumpsFor(fnNS, "fips")...)
-
-	// The activator (FIPS 140-only) holds a request at zero, wakes the
-	// Function and forwards the request.
-	t.Run("FunctionScalesToZeroAndWakes", func(t *testing.T) { testFunctionScalesToZeroAndWakes(t, f.in(t)) })
-
-	// Nothing of the run was refused: the controller's log after the build
-	// and the wake-up.
-	controller := f.controllerPod()
-	log, err := e.cluster.PodLog(ctx, ns, controller.Name, "manager")
-	require.NoError(t, err)
-	assert.NotContains(t, log, "FIPS 140-only mode", "no algorithm refused in the controller")
 }
 
 func container(cs []corev1.Container, name string) *corev1.Container {
