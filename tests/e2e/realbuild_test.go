@@ -190,8 +190,12 @@ func TestRealBuildsWithNpmDependencies(t *testing.T) {
   "scripts": {"postinstall": "grep -E 'CapEff|NoNewPrivs' /proc/self/status; echo uid=$(id -u); touch /x || true"}}`
 
 	// Source → dependency install → image pushed → Deployment on that
-	// digest → Running, answering with the dependency's result.
+	// digest → Running, answering with the dependency's result. The
+	// Function whose dependency npm cannot install (checked last) builds
+	// meanwhile: it shares nothing with the others.
 	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "first", isNumberHandler("hello"), deps)))
+	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "broken", isNumberHandler("x"),
+		`{"name": "broken", "version": "1.0.0", "dependencies": {"no-such-package-kyma-serverless-e2e": "1.0.0"}}`)))
 	first := b.runningDigest(fnNS, "first", "")
 	pod := b.buildPod(fnNS, "first")
 	install := b.stepLog(pod, stepDependencies)
@@ -214,8 +218,12 @@ func TestRealBuildsWithNpmDependencies(t *testing.T) {
 		return body == "hello: 42 true, x false"
 	}, b.dumpsFor(fnNS, "first")...)
 
-	// A second Function with the same dependencies installs nothing.
+	// A second Function with the same dependencies installs nothing, nor
+	// does a source change of the first; both build at once.
 	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "second", isNumberHandler("hi"), deps)))
+	b.editFunction(fnNS, "first", func(fn *v1alpha2.Function) {
+		fn.Spec.Source.Inline.Source = isNumberHandler("hello again")
+	})
 	second := b.runningDigest(fnNS, "second", "")
 	assert.NotEqual(t, first, second)
 	pod = b.buildPod(fnNS, "second")
@@ -225,10 +233,7 @@ func TestRealBuildsWithNpmDependencies(t *testing.T) {
 		return body == "hi: 42 true, x false"
 	}, b.dumpsFor(fnNS, "second")...)
 
-	// A source change rebuilds without reinstalling; the new image answers.
-	b.editFunction(fnNS, "first", func(fn *v1alpha2.Function) {
-		fn.Spec.Source.Inline.Source = isNumberHandler("hello again")
-	})
+	// The source change rebuilt without reinstalling; the new image answers.
 	changed := b.runningDigest(fnNS, "first", first)
 	pod = b.buildPod(fnNS, "first")
 	t.Logf("source change: %s", stepTimes(pod))
@@ -241,8 +246,6 @@ func TestRealBuildsWithNpmDependencies(t *testing.T) {
 
 	// A dependency npm cannot install: BuildReady False with npm's words;
 	// nothing runs for it.
-	require.NoError(t, b.fcs.Create(ctx, realFunction(fnNS, "broken", isNumberHandler("x"),
-		`{"name": "broken", "version": "1.0.0", "dependencies": {"no-such-package-kyma-serverless-e2e": "1.0.0"}}`)))
 	fn := b.waitFunction(fnNS, "broken", "to report the failed install", 3*time.Minute, func(fn *v1alpha2.Function) bool {
 		c := condition(fn, v1alpha2.ConditionBuildReady)
 		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonJobFailed
