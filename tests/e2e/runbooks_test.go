@@ -263,7 +263,9 @@ func (r *runbook) run(instead map[string]func()) {
 func (r *runbook) step(s docs.Step) {
 	t := r.e.t
 	t.Helper()
+	start := time.Now()
 	out, err := r.sh(t.Context(), s.Body)
+	t.Logf("%s line %d took %s", r.page.Path, s.Line, time.Since(start).Round(time.Millisecond))
 	if err != nil {
 		t.Fatalf("%s line %d:\n%s\n%v\n%s", r.page.Path, s.Line, s.Body, err, r.dump())
 	}

@@ -164,6 +164,7 @@ func (e *env) installBuildlessUpstream() (fnNS string, names []string, before ma
 	fnNS = fns[0].GetNamespace()
 	// upstream's Pods (its controller, the Functions' runtime images) are
 	// simulated: their images are not pullable here
+	e.waitNamespaceGoneIfDeleted(fnNS)
 	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
 	t.Cleanup(func() { _ = e.cluster.DeleteNamespace(context.Background(), fnNS) })
 	require.NoError(t, upstreamtest.InstallFunctions(ctx, e.c, fns))

@@ -171,6 +171,7 @@ func (e *env) functionBuiltBy184(inst *upstreamtest.Installation) (f *fnEnv, fnN
 	t, ctx := e.t, e.t.Context()
 	t.Helper()
 	fnNS = "takeover-functions"
+	e.waitNamespaceGoneIfDeleted(fnNS)
 	require.NoError(t, e.cluster.PlacePods(ctx, fnNS, framework.Simulated))
 	t.Cleanup(func() { _ = e.cluster.DeleteNamespace(context.Background(), fnNS) })
 	e.placeModule(framework.RealNode)
@@ -355,4 +356,24 @@ func joinLines(s []string) string {
 		out += "\n  " + x
 	}
 	return out
+}
+
+// waitNamespaceGoneIfDeleted waits until the namespace name, if an earlier
+// test left it being deleted, is gone: the fixtures' namespaces have fixed
+// names, and a test's uninstall no longer waits for its namespace (its
+// Functions are deleted first), so the next test can find it terminating,
+// where nothing can be created.
+func (e *env) waitNamespaceGoneIfDeleted(name string) {
+	e.t.Helper()
+	framework.WaitFor(e.t, 2*time.Minute, "namespace "+name+" of an earlier test to be gone", func(ctx context.Context) (bool, string, error) {
+		n := &corev1.Namespace{}
+		err := e.c.Get(ctx, types.NamespacedName{Name: name}, n)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		return n.DeletionTimestamp == nil, fmt.Sprintf("phase %s, deletion requested at %v", n.Status.Phase, n.DeletionTimestamp), nil
+	}, framework.DumpPods(e.c, name))
 }
