@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,18 +88,48 @@ const (
 	dependencyAnswer = "is-number: true false"
 )
 
-// Switching a live cluster between build and buildless mode rolls each
-// Function exactly once, the old Pods serving until the new ones are
-// ready; the internal registry stays until the CR turns it off.
-func TestSwitchFunctionMode(t *testing.T) {
-	f := startFunctionController(t)
-	ctx := t.Context()
-	fnNS := f.cluster.Namespace(t, "switch-mode")
+// createSwitchFunctions creates the Functions of testSwitchFunctionMode in
+// a namespace of its own, which it returns: TestFunctionsSideBySide creates
+// them before its side-by-side tests, so that they are built by the time
+// the switches begin.
+func (f *fnEnv) createSwitchFunctions() string {
+	f.t.Helper()
+	ctx := f.t.Context()
+	fnNS := f.cluster.Namespace(f.t, "switch-mode")
 	node := inline(fnNS, "node", v1alpha2.RuntimeNodejs22, "")
 	node.Spec.Source.Inline.Source = dependencyHandler
 	node.Spec.Source.Inline.Dependencies = `{"name": "node", "version": "1.0.0", "dependencies": {"is-number": "7.0.0"}}`
-	require.NoError(t, f.fcs.Create(ctx, node))
-	require.NoError(t, f.fcs.Create(ctx, inline(fnNS, "py", v1alpha2.RuntimePython312, "hello from py")))
+	require.NoError(f.t, f.fcs.Create(ctx, node))
+	require.NoError(f.t, f.fcs.Create(ctx, inline(fnNS, "py", v1alpha2.RuntimePython312, "hello from py")))
+	return fnNS
+}
+
+// Switching a live cluster between build and buildless mode rolls each
+// Function (createSwitchFunctions, in fnNS) exactly once, the old Pods
+// serving until the new ones are ready; the internal registry stays until
+// the CR turns it off. The module starts in build mode and is left so,
+// with the internal registry; fnNS is deleted at the end, so that its
+// Functions do not follow the later changes of the CR.
+func testSwitchFunctionMode(t *testing.T, f *fnEnv, fnNS string) {
+	ctx := t.Context()
+	t.Cleanup(func() {
+		if !t.Failed() || os.Getenv("E2E_KEEP_CLUSTER") != "1" {
+			_ = f.cluster.DeleteNamespace(context.Background(), fnNS)
+		}
+		if t.Failed() {
+			// What follows on the install expects the sample's build mode
+			// with the internal registry.
+			cr := &v1alpha1.Serverless{}
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "default"}, cr); err != nil {
+					return err
+				}
+				cr.Spec.FunctionMode = v1alpha1.FunctionModeBuild
+				cr.Spec.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}
+				return f.c.Update(context.Background(), cr)
+			})
+		}
+	})
 	names := []string{"node", "py"}
 	answers := map[string]string{"node": dependencyAnswer, "py": "hello from py"}
 	built := map[string]revision{}
