@@ -109,14 +109,16 @@ func (c *Cluster) moduleLeftovers(ctx context.Context) ([]*metav1.PartialObjectM
 		}
 	}
 	// The module's Leases carry no labels: known by name. Left held by a
-	// Pod gone, one would keep the next test's leader waiting until it expires.
+	// Pod gone, one would keep the next test's leader waiting until it
+	// expires. The manager's too: a manager Pod whose manifest is deleted
+	// loses its RBAC before it can release its Lease.
 	leases := &metav1.PartialObjectMetadataList{}
 	leases.SetGroupVersionKind(leaseGVK.GroupVersion().WithKind("LeaseList"))
 	if err := c.client.List(ctx, leases); err != nil {
 		return nil, fmt.Errorf("listing Leases: %w", err)
 	}
 	for j := range leases.Items {
-		if o := &leases.Items[j]; slices.Contains(module.Leases(), o.Name) {
+		if o := &leases.Items[j]; slices.Contains(module.Leases(), o.Name) || o.Name == module.ManagerLeaseName {
 			o.SetGroupVersionKind(leaseGVK)
 			out = append(out, o)
 		}

@@ -128,7 +128,7 @@ func run() error {
 		Metrics:                 metricsserver.Options{BindAddress: cfg.metricsAddr},
 		HealthProbeBindAddress:  cfg.probeAddr,
 		LeaderElection:          leaderElect,
-		LeaderElectionID:        "serverless-manager.operator.kyma-project.io",
+		LeaderElectionID:        module.ManagerLeaseName,
 		LeaderElectionNamespace: cfg.namespace,
 		// A replica that stops hands over at once instead of after the lease expires.
 		LeaderElectionReleaseOnCancel: true,

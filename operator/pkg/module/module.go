@@ -20,6 +20,9 @@ const (
 	// ManagedBy is the value of LabelManagedBy on every object the manager
 	// applies; uninstall and the manager's cache select by it.
 	ManagedBy = "serverless-manager"
+	// ManagerLeaseName is the Lease the manager elects its one writer with
+	// when it runs in the cluster.
+	ManagerLeaseName = "serverless-manager.operator.kyma-project.io"
 	// FunctionControllerLeaseName is the Lease the Function controller
 	// elects its one writer with (1.8.4's APP_LEADER_ELECTION_ID default).
 	FunctionControllerLeaseName = "serverless-controller-leader-election-helper"
