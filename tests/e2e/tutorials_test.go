@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +51,7 @@ import (
 	"github.com/kyma-project/serverless-manager/tests/docs"
 	"github.com/kyma-project/serverless-manager/tests/framework"
 	"github.com/kyma-project/serverless-manager/tests/support/gittest"
+	"github.com/kyma-project/serverless-manager/tests/support/loopback"
 )
 
 // tutorials is the install the tutorials are followed on.
@@ -286,35 +286,22 @@ func (tu *tutorials) gitFunction(t *testing.T, p docs.Page) {
 // t ends; it returns the address it listens at.
 func forward(t *testing.T, host, target string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = in.Close()
-				continue
-			}
-			wg.Add(2)
-			pipe := func(dst, src net.Conn) {
-				defer wg.Done()
-				_, _ = io.Copy(dst, src)
-				_ = dst.Close()
-				_ = src.Close()
-			}
-			go pipe(out, in)
-			go pipe(in, out)
+	return loopback.Serve(t, host, func(in net.Conn) {
+		out, err := net.Dial("tcp", target)
+		if err != nil {
+			_ = in.Close()
+			return
 		}
-	}()
-	return ln.Addr().String()
+		done := make(chan struct{})
+		pipe := func(dst, src net.Conn) {
+			_, _ = io.Copy(dst, src)
+			_ = dst.Close()
+			_ = src.Close()
+		}
+		go func() { pipe(out, in); close(done) }()
+		pipe(in, out)
+		<-done
+	})
 }
 
 func (tu *tutorials) privateNPMRegistry(t *testing.T, p docs.Page) {

@@ -15,7 +15,7 @@ func startShell(t *testing.T, script string) *Process {
 	t.Helper()
 	p, err := StartProcess(ProcessSpec{
 		Name: "sh", Path: "/bin/sh", Args: []string{"-c", script},
-		Env: []string{"GREETING=hello from env"}, LogDir: t.TempDir(), StopTimeout: 500 * time.Millisecond,
+		Env: []string{"GREETING=hello from env"}, LogDir: t.TempDir(), Grace: 500 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Kill9() })
@@ -58,7 +58,7 @@ func TestProcessStopKillsWhatIgnoresTERM(t *testing.T) {
 	start := time.Now()
 	err := p.Stop()
 	require.ErrorContains(t, err, "was killed")
-	require.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond, "waits StopTimeout before killing")
+	require.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond, "waits Grace before killing")
 }
 
 func TestProcessStopReportsACrash(t *testing.T) {

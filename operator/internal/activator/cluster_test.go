@@ -43,6 +43,7 @@ import (
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
+	"github.com/kyma-project/serverless-manager/tests/support/loopback"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
@@ -867,7 +868,7 @@ func TestClusterScrapeRefused(t *testing.T) {
 	failing.fail.Store(true)
 	plain500 := httptest.NewServer(failing)
 	defer plain500.Close()
-	resets := serveConn(t, func(c net.Conn) {
+	resets := loopback.Serve(t, "127.0.0.1", func(c net.Conn) {
 		_, _ = c.Read(make([]byte, 512))
 		_ = c.(*net.TCPConn).SetLinger(0)
 		_ = c.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kyma-project/serverless-manager/tests/support/loopback"
 	"github.com/kyma-project/serverless-manager/tests/support/repo"
 )
 
@@ -63,24 +64,6 @@ func TestPlaintextRefusal(t *testing.T) {
 	}
 }
 
-// serveConn serves every connection of a local listener with handle.
-func serveConn(t *testing.T, handle func(net.Conn)) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go handle(c)
-		}
-	}()
-	return l.Addr().String()
-}
-
 // The scrape of a replica that refuses plaintext as a mesh does gives an
 // error that PlaintextRefusal names; other failures give none.
 func TestScrapeRefusedByReplica(t *testing.T) {
@@ -102,16 +85,16 @@ func TestScrapeRefusedByReplica(t *testing.T) {
 	}{
 		{name: "a TLS-only listener answers 400", host: tlsOnly.Listener.Addr().String(), want: answersTLS},
 		{name: "nobody listens", host: nobody, want: refusedConnection},
-		{name: "a proxy that resets", host: serveConn(t, func(c net.Conn) {
+		{name: "a proxy that resets", host: loopback.Serve(t, "127.0.0.1", func(c net.Conn) {
 			_, _ = c.Read(make([]byte, 512))
 			_ = c.(*net.TCPConn).SetLinger(0)
 			_ = c.Close()
 		}), want: resetConnection},
-		{name: "a proxy that closes", host: serveConn(t, func(c net.Conn) {
+		{name: "a proxy that closes", host: loopback.Serve(t, "127.0.0.1", func(c net.Conn) {
 			_, _ = c.Read(make([]byte, 512))
 			_ = c.Close()
 		}), want: closedConnection},
-		{name: "a TLS alert", host: serveConn(t, func(c net.Conn) {
+		{name: "a TLS alert", host: loopback.Serve(t, "127.0.0.1", func(c net.Conn) {
 			_, _ = c.Read(make([]byte, 512))
 			_, _ = c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x50})
 			_ = c.Close()

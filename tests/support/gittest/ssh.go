@@ -13,10 +13,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/kyma-project/serverless-manager/tests/support/loopback"
 )
 
 // SSHServer serves the bare repositories under Root to `git upload-pack`
@@ -49,28 +50,8 @@ func NewSSHServer(t testing.TB, clientKey ssh.PublicKey) *SSHServer {
 		},
 	}
 	cfg.AddHostKey(signer)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &SSHServer{Addr: ln.Addr().String(), Root: t.TempDir(), HostKey: signer.PublicKey()}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.serve(conn, cfg, gitPath)
-			}()
-		}
-	}()
+	s := &SSHServer{Root: t.TempDir(), HostKey: signer.PublicKey()}
+	s.Addr = loopback.Serve(t, "127.0.0.1", func(conn net.Conn) { s.serve(conn, cfg, gitPath) })
 	return s
 }
 
