@@ -30,6 +30,21 @@ func (r *envReader) fail(name, value string, err error) {
 	r.errs = append(r.errs, fmt.Errorf("%s=%q: %w", name, value, err))
 }
 
+// parsed is the variable read by parse, or def when it is absent or parse
+// refuses it (the refusal is collected).
+func parsed[T any](r *envReader, name string, def T, parse func(string) (T, error)) T {
+	v, ok := r.value(name)
+	if !ok {
+		return def
+	}
+	out, err := parse(v)
+	if err != nil {
+		r.fail(name, v, err)
+		return def
+	}
+	return out
+}
+
 func (r *envReader) str(name, def string) string {
 	if v, ok := r.value(name); ok {
 		return v
@@ -39,42 +54,33 @@ func (r *envReader) str(name, def string) string {
 
 // mode is build (the default) or buildless.
 func (r *envReader) mode(name string) Mode {
-	v, ok := r.value(name)
-	if !ok {
-		return ModeBuild
-	}
-	if m := Mode(v); m == ModeBuild || m == ModeBuildless {
-		return m
-	}
-	r.fail(name, v, fmt.Errorf("must be %q or %q", ModeBuild, ModeBuildless))
-	return ModeBuild
+	return parsed(r, name, ModeBuild, func(v string) (Mode, error) {
+		if m := Mode(v); m == ModeBuild || m == ModeBuildless {
+			return m, nil
+		}
+		return "", fmt.Errorf("must be %q or %q", ModeBuild, ModeBuildless)
+	})
 }
 
 // oneOf is one of allowed, "" when absent.
 func (r *envReader) oneOf(name string, allowed ...string) string {
-	v, ok := r.value(name)
-	if !ok {
-		return ""
-	}
-	if slices.Contains(allowed, v) {
-		return v
-	}
-	r.fail(name, v, fmt.Errorf("must be one of %q or empty", allowed))
-	return ""
+	return parsed(r, name, "", func(v string) (string, error) {
+		if slices.Contains(allowed, v) {
+			return v, nil
+		}
+		return "", fmt.Errorf("must be one of %q or empty", allowed)
+	})
 }
 
 // image is an image reference ("" when absent); one with blanks inside
 // can only be a mistake.
 func (r *envReader) image(name string) string {
-	v, ok := r.value(name)
-	if !ok {
-		return ""
-	}
-	if strings.ContainsAny(v, " \t\n") {
-		r.fail(name, v, fmt.Errorf("an image reference contains no blanks"))
-		return ""
-	}
-	return v
+	return parsed(r, name, "", func(v string) (string, error) {
+		if strings.ContainsAny(v, " \t\n") {
+			return "", fmt.Errorf("an image reference contains no blanks")
+		}
+		return v, nil
+	})
 }
 
 // nameRule validates a Kubernetes object name; it returns the problems.
@@ -125,70 +131,40 @@ func (r *envReader) names(name string, def []string, rule nameRule) []string {
 // duration must be positive: every duration here is a timeout or a requeue
 // delay, where zero would mean a busy loop or an instant failure.
 func (r *envReader) duration(name string, def time.Duration) time.Duration {
-	v, ok := r.value(name)
-	if !ok {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		r.fail(name, v, err)
-		return def
-	}
-	if d <= 0 {
-		r.fail(name, v, fmt.Errorf("must be positive"))
-		return def
-	}
-	return d
+	return parsed(r, name, def, func(v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		if err == nil && d <= 0 {
+			err = fmt.Errorf("must be positive")
+		}
+		return d, err
+	})
 }
 
 func (r *envReader) boolean(name string, def bool) bool {
-	v, ok := r.value(name)
-	if !ok {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		r.fail(name, v, err)
-		return def
-	}
-	return b
+	return parsed(r, name, def, strconv.ParseBool)
 }
 
 // quantity is a resource quantity such as "1" or "500m", not negative.
 func (r *envReader) quantity(name string, def resource.Quantity) resource.Quantity {
-	v, ok := r.value(name)
-	if !ok {
-		return def
-	}
-	q, err := resource.ParseQuantity(v)
-	if err != nil {
-		r.fail(name, v, err)
-		return def
-	}
-	if q.Sign() < 0 {
-		r.fail(name, v, fmt.Errorf("must not be negative"))
-		return def
-	}
-	return q
+	return parsed(r, name, def, func(v string) (resource.Quantity, error) {
+		q, err := resource.ParseQuantity(v)
+		if err == nil && q.Sign() < 0 {
+			err = fmt.Errorf("must not be negative")
+		}
+		return q, err
+	})
 }
 
 // int32 must be at least 1: a CPU target or a build cap of 0 (or less)
 // would stop scaling or building altogether.
 func (r *envReader) int32(name string, def int32) int32 {
-	v, ok := r.value(name)
-	if !ok {
-		return def
-	}
-	i, err := strconv.ParseInt(v, 10, 32)
-	if err != nil {
-		r.fail(name, v, err)
-		return def
-	}
-	if i < 1 {
-		r.fail(name, v, fmt.Errorf("must be at least 1"))
-		return def
-	}
-	return int32(i)
+	return parsed(r, name, def, func(v string) (int32, error) {
+		i, err := strconv.ParseInt(v, 10, 32)
+		if err == nil && i < 1 {
+			err = fmt.Errorf("must be at least 1")
+		}
+		return int32(i), err
+	})
 }
 
 // resources parses the preset document; absent means no presets (the code
