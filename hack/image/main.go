@@ -198,10 +198,16 @@ func buildLocal(ctx context.Context, o options, b localimage.Builder, name strin
 	if err != nil {
 		return result{}, err
 	}
-	r := result{dir: filepath.Join(o.out, "local", name), ref: localimage.LayoutRef(name)}
+	return result{dir: filepath.Join(o.out, "local", name), ref: localimage.LayoutRef(name)}.write(img)
+}
+
+// write puts img as an OCI layout into r.dir, tagged r.ref, and returns r
+// with the image's digest and compressed size.
+func (r result) write(img v1.Image) (result, error) {
 	if err := ociimage.WriteLayout(r.dir, img, r.ref); err != nil {
 		return result{}, err
 	}
+	var err error
 	if r.digest, err = img.Digest(); err != nil {
 		return result{}, err
 	}
@@ -233,19 +239,11 @@ func buildOne(ctx context.Context, o options, id module.Identity, spec ociimage.
 	if err != nil {
 		return result{}, err
 	}
-	r := result{
+	return result{
 		identity: id,
 		dir:      filepath.Join(o.out, id.Binary),
 		ref:      o.repository + "/" + imageName(id) + ":" + spec.Version,
-	}
-	if err := ociimage.WriteLayout(r.dir, img, r.ref); err != nil {
-		return result{}, err
-	}
-	if r.digest, err = img.Digest(); err != nil {
-		return result{}, err
-	}
-	r.size, err = compressedSize(img)
-	return r, err
+	}.write(img)
 }
 
 // compressedSize is what a registry stores and a node pulls: the layers,

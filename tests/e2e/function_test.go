@@ -68,6 +68,15 @@ func startFunctionController(t *testing.T) *fnEnv {
 // runs (the manager's Ready says its Pod passed its readiness probe).
 func newFnEnv(t *testing.T, e *env) *fnEnv {
 	t.Helper()
+	f := fnClients(t, e)
+	f.controllerPod()
+	return f
+}
+
+// fnClients is a fnEnv's clients (Functions, Jobs watched) without waiting
+// for a controller.
+func fnClients(t *testing.T, e *env) *fnEnv {
+	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, v1alpha1.AddToScheme(s))
@@ -77,9 +86,7 @@ func newFnEnv(t *testing.T, e *env) *fnEnv {
 	require.NoError(t, err)
 	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
 	require.NoError(t, err)
-	f := &fnEnv{env: e, fcs: fcs, jobs: watchJobs(t, wc)}
-	f.controllerPod()
-	return f
+	return &fnEnv{env: e, fcs: fcs, jobs: watchJobs(t, wc)}
 }
 
 // controllerPod waits for the one Ready Pod of the Function controller.

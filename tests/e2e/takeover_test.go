@@ -17,12 +17,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -288,16 +286,7 @@ func (e *env) standInFunctionController(inst *upstreamtest.Installation) (f *fnE
 		}
 	})
 
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, v1alpha1.AddToScheme(s))
-	require.NoError(t, v1alpha2.AddToScheme(s))
-	require.NoError(t, apiextensionsv1.AddToScheme(s))
-	fcs, err := e.cluster.NewClient(s)
-	require.NoError(t, err)
-	wc, err := client.NewWithWatch(e.cluster.RESTConfig(), client.Options{Scheme: s})
-	require.NoError(t, err)
-	f = &fnEnv{env: e, fcs: fcs, jobs: watchJobs(t, wc)}
+	f = fnClients(t, e)
 	labels := map[string]string{"app": name}
 	framework.WaitFor(t, 2*time.Minute, "the stand-in controller's Pod to be Ready", func(ctx context.Context) (bool, string, error) {
 		_, err := e.cluster.ReadyPod(ctx, ns, labels)

@@ -868,11 +868,7 @@ func TestClusterScrapeRefused(t *testing.T) {
 	failing.fail.Store(true)
 	plain500 := httptest.NewServer(failing)
 	defer plain500.Close()
-	resets := loopback.Serve(t, "127.0.0.1", func(c net.Conn) {
-		_, _ = c.Read(make([]byte, 512))
-		_ = c.(*net.TCPConn).SetLinger(0)
-		_ = c.Close()
-	})
+	resets := loopback.Serve(t, "127.0.0.1", resetAfterRequest)
 	gone, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	refuses := gone.Addr().String()

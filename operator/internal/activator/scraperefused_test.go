@@ -64,6 +64,14 @@ func TestPlaintextRefusal(t *testing.T) {
 	}
 }
 
+// resetAfterRequest reads the request and resets the connection, as a
+// sidecar that refuses plaintext does.
+func resetAfterRequest(c net.Conn) {
+	_, _ = c.Read(make([]byte, 512))
+	_ = c.(*net.TCPConn).SetLinger(0)
+	_ = c.Close()
+}
+
 // The scrape of a replica that refuses plaintext as a mesh does gives an
 // error that PlaintextRefusal names; other failures give none.
 func TestScrapeRefusedByReplica(t *testing.T) {
@@ -85,11 +93,7 @@ func TestScrapeRefusedByReplica(t *testing.T) {
 	}{
 		{name: "a TLS-only listener answers 400", host: tlsOnly.Listener.Addr().String(), want: answersTLS},
 		{name: "nobody listens", host: nobody, want: refusedConnection},
-		{name: "a proxy that resets", host: loopback.Serve(t, "127.0.0.1", func(c net.Conn) {
-			_, _ = c.Read(make([]byte, 512))
-			_ = c.(*net.TCPConn).SetLinger(0)
-			_ = c.Close()
-		}), want: resetConnection},
+		{name: "a proxy that resets", host: loopback.Serve(t, "127.0.0.1", resetAfterRequest), want: resetConnection},
 		{name: "a proxy that closes", host: loopback.Serve(t, "127.0.0.1", func(c net.Conn) {
 			_, _ = c.Read(make([]byte, 512))
 			_ = c.Close()
