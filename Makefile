@@ -39,18 +39,22 @@ manifests: tools ## regenerate CRDs and each binary's ClusterRole from controlle
 
 # The unit tests run alongside the images and the e2e tests: the e2e tests
 # mostly wait for the cluster (about half of two cores is idle), and the unit
-# tests use what they leave. One unit package at a time (UNIT_P=1): the e2e
-# tests set how long make test takes, and two packages at once slowed their
-# builds by a third while the unit tests ran.
-test: tools ## all three layers: unit and envtest integration tests alongside the images and the e2e tests
-	$(MAKE) --no-print-directory -j2 test-unit test-e2e UNIT_P=1
+# tests use what they leave. The e2e tests set how long make test takes, so
+# their path goes first: before it only the cluster's tools are built
+# (controller-gen and helm, which only unit tests use, are built beside the
+# images), and the unit tests start once the binaries and images are built
+# (UNIT_AFTER), one package at a time (UNIT_P=1: two at once slowed the e2e
+# builds by a third).
+test: ## all three layers: unit and envtest integration tests alongside the images and the e2e tests
+	hack/tools.sh cluster
+	$(MAKE) --no-print-directory -j2 test-unit test-e2e UNIT_P=1 UNIT_AFTER="build image"
 
 # go test runs packages in the order it is given them, two at a time on two
 # cores: the longest ones go first so that none of them is left running alone
 # at the end.
 SLOW_TEST_PACKAGES := ./operator/internal/manager/app ./operator/internal/manager/reconciler ./operator/internal/function/app ./operator/cmd/function-controller ./operator/internal/manager/render
 
-test-unit: ## unit and envtest integration tests (UNIT_P=N: N packages at a time, default one per core)
+test-unit: tools $(UNIT_AFTER) ## unit and envtest integration tests (UNIT_P=N: N packages at a time, default one per core)
 	go test $(GO_TEST_FLAGS) $(if $(UNIT_P),-p $(UNIT_P)) $(SLOW_TEST_PACKAGES) ./...
 	@echo "test-unit: passed"
 

@@ -75,8 +75,8 @@ case $1 in
     ;;
 esac
 if [ "$1" = up ]; then
-  log "building tools if needed (hack/tools.sh; a cold build takes several minutes)"
-  "$ROOT/hack/tools.sh" >/dev/null
+  log "building the cluster's tools if needed (hack/tools.sh cluster; a cold build takes several minutes)"
+  "$ROOT/hack/tools.sh" cluster >/dev/null
 fi
 
 cmd=$1

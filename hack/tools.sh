@@ -4,7 +4,7 @@
 # rebuilt, so a second run is a no-op. Prints the directory of every tool
 # set on the last lines as NAME=DIR for callers that want to eval them.
 #
-# usage: hack/tools.sh [k8s|etcd|kwok|controller-gen|helm|registry|coredns|metrics-server ...]   (default: all)
+# usage: hack/tools.sh [cluster|k8s|etcd|kwok|controller-gen|helm|registry|coredns|metrics-server ...]   (default: all)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,7 +60,11 @@ k8s_ldflags() {
   echo "$f"
 }
 
-want=${*:-k8s etcd kwok controller-gen helm registry coredns metrics-server}
+# "cluster" is what the local cluster runs (hack/cluster.sh up builds only
+# these); controller-gen and helm serve make manifests and the unit tests.
+CLUSTER_TOOLS="k8s etcd kwok registry coredns metrics-server"
+want=${*:-$CLUSTER_TOOLS controller-gen helm}
+want=${want//cluster/$CLUSTER_TOOLS}
 for t in $want; do
   case $t in
     k8s) build k8s "$BIN/k8s-$K8S_VERSION" "$(k8s_ldflags)" \
