@@ -80,10 +80,10 @@ func TestRegistryPodDeletedDuringABuild(t *testing.T) {
 	require.NoError(t, f.c.Delete(ctx, &pods.Items[0], client.GracePeriodSeconds(0)))
 
 	failed := f.waitFunction(fnNS, "fn", "to report the failed build", 3*time.Minute, func(fn *v1alpha2.Function) bool {
-		c := condition(fn, v1alpha2.ConditionBuildReady)
+		c := fn.Status.Condition(v1alpha2.ConditionBuildReady)
 		return c != nil && c.Status == corev1.ConditionFalse
 	})
-	c := condition(failed, v1alpha2.ConditionBuildReady)
+	c := failed.Status.Condition(v1alpha2.ConditionBuildReady)
 	assert.Equal(t, v1alpha2.ReasonJobFailed, c.Reason)
 	assert.Contains(t, c.Message, "unreachable", "the message names the cause")
 	t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)
@@ -255,10 +255,10 @@ func testFailingDependencyInstallKeepsThePreviousVersion(t *testing.T, f *fnEnv)
 		fn.Spec.Source.Inline.Dependencies = `{ "name": "fn", "dependencies": { oops } }`
 	})
 	failed := f.waitFunction(fnNS, "fn", "to report the failed install", 3*time.Minute, func(fn *v1alpha2.Function) bool {
-		c := condition(fn, v1alpha2.ConditionBuildReady)
+		c := fn.Status.Condition(v1alpha2.ConditionBuildReady)
 		return c != nil && c.Status == corev1.ConditionFalse
 	})
-	c := condition(failed, v1alpha2.ConditionBuildReady)
+	c := failed.Status.Condition(v1alpha2.ConditionBuildReady)
 	assert.Equal(t, v1alpha2.ReasonJobFailed, c.Reason)
 	assert.Contains(t, c.Message, "JSON", "npm's parse error is the message")
 	t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)
@@ -330,10 +330,10 @@ func testBuildlessInstallOOMKilledKeepsThePreviousVersion(t *testing.T, f *fnEnv
 		fn.Spec.Source.Inline.Dependencies = `{ "name": "fn", "version": "1.0.0", "dependencies": { "greedy-install": "1.0.0" } }`
 	})
 	failed := f.waitFunction(fnNS, "fn", "to name the OOM kill", 3*time.Minute, func(fn *v1alpha2.Function) bool {
-		c := condition(fn, v1alpha2.ConditionRunning)
+		c := fn.Status.Condition(v1alpha2.ConditionRunning)
 		return c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "OOMKilled")
 	})
-	c := condition(failed, v1alpha2.ConditionRunning)
+	c := failed.Status.Condition(v1alpha2.ConditionRunning)
 	assert.Equal(t, v1alpha2.ReasonReplicaCrashLoop, c.Reason)
 	assert.Contains(t, c.Message, "the previous version keeps serving")
 	t.Logf("Running=False %s: %s", c.Reason, c.Message)

@@ -141,15 +141,6 @@ func inline(ns, name string, rt v1alpha2.Runtime, greeting string) *v1alpha2.Fun
 	return fn
 }
 
-func condition(fn *v1alpha2.Function, typ string) *v1alpha2.Condition {
-	for i := range fn.Status.Conditions {
-		if fn.Status.Conditions[i].Type == typ {
-			return &fn.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func describeFunction(fn *v1alpha2.Function) string {
 	parts := []string{fmt.Sprintf("generation=%d observed=%d replicas=%d image=%s", fn.Generation, fn.Status.ObservedGeneration, fn.Status.Replicas, fn.Status.BuiltImage)}
 	for _, c := range fn.Status.Conditions {
@@ -161,7 +152,7 @@ func describeFunction(fn *v1alpha2.Function) string {
 // isRunning: all three conditions True for the current generation.
 func isRunning(fn *v1alpha2.Function) bool {
 	for _, typ := range []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionBuildReady, v1alpha2.ConditionRunning} {
-		if c := condition(fn, typ); c == nil || c.Status != corev1.ConditionTrue {
+		if c := fn.Status.Condition(typ); c == nil || c.Status != corev1.ConditionTrue {
 			return false
 		}
 	}
@@ -390,10 +381,10 @@ func testFunctionsBuildRunAndGo(t *testing.T, f *fnEnv) {
 		fn.Spec.Source.Inline.Dependencies = "this is not a requirement!\n"
 		require.NoError(t, f.fcs.Create(ctx, fn))
 		failed := f.waitFunction(fnNS, name, "to report the failed build", time.Minute, func(fn *v1alpha2.Function) bool {
-			c := condition(fn, v1alpha2.ConditionBuildReady)
+			c := fn.Status.Condition(v1alpha2.ConditionBuildReady)
 			return c != nil && c.Status == corev1.ConditionFalse
 		})
-		c := condition(failed, v1alpha2.ConditionBuildReady)
+		c := failed.Status.Condition(v1alpha2.ConditionBuildReady)
 		assert.Equal(t, v1alpha2.ReasonJobFailed, c.Reason)
 		assert.Contains(t, c.Message, "Invalid requirement", "pip's error is in the message")
 		t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)

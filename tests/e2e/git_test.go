@@ -97,7 +97,7 @@ func testGitFunctions(t *testing.T, f *fnEnv) {
 			got := f.waitRunning(ns, "branch")
 			assert.Equal(t, feature, got.Status.Commit)
 			assert.Equal(t, v1alpha2.Repository{Reference: "feature/x", BaseDir: "/fn"}, got.Status.Repository)
-			assert.Equal(t, v1alpha2.ReasonSourceUpdated, condition(got, v1alpha2.ConditionConfigurationReady).Reason)
+			assert.Equal(t, v1alpha2.ReasonSourceUpdated, got.Status.Condition(v1alpha2.ConditionConfigurationReady).Reason)
 			assert.Equal(t, []string{feature}, f.fetchedCommits(ns, "branch"))
 			assert.Equal(t, got.Status.BuiltImage, f.deployment(ns, "branch").Spec.Template.Spec.Containers[0].Image)
 			assert.Equal(t, 1, f.jobs.count(ns, "branch"))
@@ -140,10 +140,10 @@ func testGitFunctions(t *testing.T, f *fnEnv) {
 		require.NoError(t, f.c.Create(ctx, gitCredentials(ns, "wrong-creds", "wrong")))
 		require.NoError(t, f.fcs.Create(ctx, gitFunction(ns, "auth", repo.URL, "main", "wrong-creds")))
 		got := f.waitFunction(ns, "auth", "to report the authentication failure", time.Minute, func(fn *v1alpha2.Function) bool {
-			c := condition(fn, v1alpha2.ConditionConfigurationReady)
+			c := fn.Status.Condition(v1alpha2.ConditionConfigurationReady)
 			return c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonSourceUpdateFailed
 		})
-		assert.Contains(t, condition(got, v1alpha2.ConditionConfigurationReady).Message, "Authorization to Git server failed (credentials from Secret wrong-creds)")
+		assert.Contains(t, got.Status.Condition(v1alpha2.ConditionConfigurationReady).Message, "Authorization to Git server failed (credentials from Secret wrong-creds)")
 		assert.Equal(t, 0, f.jobs.count(ns, "auth"), "no build without sources")
 
 		secret := &corev1.Secret{}

@@ -247,10 +247,10 @@ func TestRealBuildsWithNpmDependencies(t *testing.T) {
 	// A dependency npm cannot install: BuildReady False with npm's words;
 	// nothing runs for it.
 	fn := b.waitFunction(fnNS, "broken", "to report the failed install", 3*time.Minute, func(fn *v1alpha2.Function) bool {
-		c := condition(fn, v1alpha2.ConditionBuildReady)
+		c := fn.Status.Condition(v1alpha2.ConditionBuildReady)
 		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == v1alpha2.ReasonJobFailed
 	})
-	msg := condition(fn, v1alpha2.ConditionBuildReady).Message
+	msg := fn.Status.Condition(v1alpha2.ConditionBuildReady).Message
 	assert.Contains(t, msg, "step dependencies:")
 	assert.Contains(t, msg, "404", "npm's error is in the message")
 	assert.NotContains(t, msg, b.reg.Password)

@@ -72,7 +72,7 @@ func testFunctionScalesToZeroAndWakes(t *testing.T, f *fnEnv) {
 	// Awake again, the Service selects the Function's Pods: traffic goes
 	// to them without the activator.
 	f.waitFunction(fnNS, name, "to be served by its own Pods again", time.Minute, func(fn *v1alpha2.Function) bool {
-		c := condition(fn, v1alpha2.ConditionRunning)
+		c := fn.Status.Condition(v1alpha2.ConditionRunning)
 		return c != nil && c.Reason != v1alpha2.ReasonScaledToZero && fn.Status.Replicas >= 1
 	})
 	framework.WaitFor(t, time.Minute, "the Service to select the Function's Pods again", func(ctx context.Context) (bool, string, error) {
@@ -128,8 +128,8 @@ func testFunctionThatCannotStartAnswers503(t *testing.T, f *fnEnv) {
 		fn.Spec.Source.Inline.Source = "process.exit(3);\nmodule.exports = { main: function () { return 'never'; } };\n"
 	})
 	f.waitFunction(fnNS, name, "to have built its new version and stay at zero", 3*time.Minute, func(fn *v1alpha2.Function) bool {
-		b := condition(fn, v1alpha2.ConditionBuildReady)
-		r := condition(fn, v1alpha2.ConditionRunning)
+		b := fn.Status.Condition(v1alpha2.ConditionBuildReady)
+		r := fn.Status.Condition(v1alpha2.ConditionRunning)
 		return fn.Status.ObservedGeneration == fn.Generation && b != nil && b.Status == corev1.ConditionTrue &&
 			r != nil && r.Reason == v1alpha2.ReasonScaledToZero
 	})
@@ -281,7 +281,7 @@ func (f *fnEnv) waitAtZero(fnNS, name string, dumps ...func() string) {
 				functionPods = append(functionPods, p.Name+" "+string(p.Status.Phase))
 			}
 		}
-		c := condition(fn, v1alpha2.ConditionRunning)
+		c := fn.Status.Condition(v1alpha2.ConditionRunning)
 		atZero := c != nil && c.Status == corev1.ConditionTrue && c.Reason == v1alpha2.ReasonScaledToZero && fn.Status.Replicas == 0
 		return atZero && len(functionPods) == 0, describeFunction(fn) + "; Pods: " + strings.Join(functionPods, ", "), nil
 	}, dumps...)

@@ -71,11 +71,11 @@ func (e *env) podsOf(ctx context.Context, fnNS, fn string) (podsOf, error) {
 // with no build condition (buildless Functions are never built).
 func isRunningBuildless(fn *v1alpha2.Function) bool {
 	for _, typ := range []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionRunning} {
-		if c := condition(fn, typ); c == nil || c.Status != corev1.ConditionTrue {
+		if c := fn.Status.Condition(typ); c == nil || c.Status != corev1.ConditionTrue {
 			return false
 		}
 	}
-	return condition(fn, v1alpha2.ConditionBuildReady) == nil && fn.Status.ObservedGeneration == fn.Generation
+	return fn.Status.Condition(v1alpha2.ConditionBuildReady) == nil && fn.Status.ObservedGeneration == fn.Generation
 }
 
 // A cluster that serverless-operator 1.13.0 runs (buildless) is taken over

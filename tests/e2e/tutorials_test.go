@@ -190,11 +190,11 @@ func (tu *tutorials) answers(t *testing.T, p docs.Page, ns, name, path, want str
 // generation, no BuildReady.
 func runningBuildless(fn *v1alpha2.Function) bool {
 	for _, typ := range []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionRunning} {
-		if c := condition(fn, typ); c == nil || c.Status != corev1.ConditionTrue {
+		if c := fn.Status.Condition(typ); c == nil || c.Status != corev1.ConditionTrue {
 			return false
 		}
 	}
-	return condition(fn, v1alpha2.ConditionBuildReady) == nil && fn.Status.ObservedGeneration == fn.Generation
+	return fn.Status.Condition(v1alpha2.ConditionBuildReady) == nil && fn.Status.ObservedGeneration == fn.Generation
 }
 
 func (tu *tutorials) inlineNodejs(t *testing.T, p docs.Page) {
@@ -440,7 +440,7 @@ func (tu *tutorials) scaleToZero(t *testing.T, p docs.Page) {
 	assert.Equal(t, answer, tu.sh(t, p, ns, `kubectl logs hello-zero-call -n "$NAMESPACE"`), "the waking call's answer")
 	// Within the window that the call started again.
 	f.waitFunction(ns, name, "to run again after the wake", 15*time.Second, func(fn *v1alpha2.Function) bool {
-		c := condition(fn, v1alpha2.ConditionRunning)
+		c := fn.Status.Condition(v1alpha2.ConditionRunning)
 		return isRunning(fn) && c.Reason == v1alpha2.ReasonDeploymentReady && fn.Spec.Replicas != nil && *fn.Spec.Replicas >= 1
 	})
 	tu.sh(t, p, ns, `kubectl delete pod hello-zero-call -n "$NAMESPACE"`)

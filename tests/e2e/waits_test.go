@@ -46,21 +46,21 @@ func testReplicaThatCannotBePlacedSaysWhy(t *testing.T, f *fnEnv) {
 	}}
 	require.NoError(t, f.fcs.Create(t.Context(), fn))
 	built := f.waitFunction(fnNS, name, "to be built", 3*time.Minute, func(fn *v1alpha2.Function) bool {
-		c := condition(fn, v1alpha2.ConditionBuildReady)
+		c := fn.Status.Condition(v1alpha2.ConditionBuildReady)
 		return c != nil && c.Status == corev1.ConditionTrue
 	})
 	// The condition's time does not move when only its reason changes, so
 	// the 15 s (the issue's bound) are measured by this test's clock, from
 	// the build's end (kept to the second: one more second of slack).
-	builtAt := condition(built, v1alpha2.ConditionBuildReady).LastTransitionTime.Time
+	builtAt := built.Status.Condition(v1alpha2.ConditionBuildReady).LastTransitionTime.Time
 	within := time.Until(builtAt.Add(16 * time.Second))
 	require.Positive(t, within, "the build ended %s ago: the test saw it too late to time the report", time.Since(builtAt))
 	got := f.waitFunction(fnNS, name, "to say within 15 s of its build that its replica is not placed", within, func(fn *v1alpha2.Function) bool {
-		c := condition(fn, v1alpha2.ConditionRunning)
+		c := fn.Status.Condition(v1alpha2.ConditionRunning)
 		return c != nil && c.Reason == v1alpha2.ReasonReplicaUnschedulable
 	})
 	seen := time.Since(builtAt)
-	c := condition(got, v1alpha2.ConditionRunning)
+	c := got.Status.Condition(v1alpha2.ConditionRunning)
 	assert.Equal(t, corev1.ConditionUnknown, c.Status, "the scheduler keeps trying")
 	assert.Contains(t, c.Message, "Insufficient cpu", "the scheduler's words")
 	assert.Regexp(t, regexp.MustCompile(`Pod `+name+`-[a-z0-9]+-[a-z0-9]+-[a-z0-9]+ is not placed`), c.Message, "which Pod")
@@ -104,7 +104,7 @@ func testManyFunctionsAtOnce(t *testing.T, f *fnEnv) {
 			var list v1alpha2.FunctionList
 			if err := f.fcs.List(ctx, &list, client.InNamespace(fnNS)); err == nil {
 				for _, fn := range list.Items {
-					if c := condition(&fn, v1alpha2.ConditionBuildReady); c != nil && c.Reason == v1alpha2.ReasonJobQueued {
+					if c := fn.Status.Condition(v1alpha2.ConditionBuildReady); c != nil && c.Reason == v1alpha2.ReasonJobQueued {
 						mu.Lock()
 						queued = append(queued, c.Message)
 						mu.Unlock()
