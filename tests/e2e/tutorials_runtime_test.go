@@ -86,7 +86,7 @@ func (tu *tutorials) overrideRuntimeImage(t *testing.T, p docs.Page) {
 	tu.apply(t, ns, withOverride)
 
 	fn := f.waitFunction(ns, "hello-override", "to run on "+own, 5*time.Minute, func(fn *v1alpha2.Function) bool {
-		return fn.Status.RuntimeImage == own && (isRunning(fn) || runningBuildless(fn))
+		return fn.Status.RuntimeImage == own && (isRunning(fn) || isRunningBuildless(fn))
 	})
 	assert.Equal(t, own, fn.Spec.RuntimeImageOverride)
 	shown, err := tu.run(t, ns, showImage)
@@ -188,7 +188,7 @@ func (tu *tutorials) sendEvents(t *testing.T, p docs.Page) {
 	ns := tu.namespace(t, "tut-send")
 	tu.apply(t, ns, object(t, objects(t, p, ns), "Function", "order-service"))
 	f.waitFunction(ns, "order-service", "to run with PUBLISHER_PROXY_ADDRESS "+endpoint, 5*time.Minute, func(fn *v1alpha2.Function) bool {
-		if !isRunning(fn) && !runningBuildless(fn) {
+		if !isRunning(fn) && !isRunningBuildless(fn) {
 			return false
 		}
 		for _, e := range f.deployment(ns, "order-service").Spec.Template.Spec.Containers[0].Env {

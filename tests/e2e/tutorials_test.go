@@ -186,17 +186,6 @@ func (tu *tutorials) answers(t *testing.T, p docs.Page, ns, name, path, want str
 	f.cluster.WaitForAnswer(t, 2*time.Minute, ns, name, path, func(body string) bool { return body == want }, f.dumpsFor(ns, name)...)
 }
 
-// buildless: ConfigurationReady and Running True for the current
-// generation, no BuildReady.
-func runningBuildless(fn *v1alpha2.Function) bool {
-	for _, typ := range []string{v1alpha2.ConditionConfigurationReady, v1alpha2.ConditionRunning} {
-		if c := fn.Status.Condition(typ); c == nil || c.Status != corev1.ConditionTrue {
-			return false
-		}
-	}
-	return fn.Status.Condition(v1alpha2.ConditionBuildReady) == nil && fn.Status.ObservedGeneration == fn.Generation
-}
-
 func (tu *tutorials) inlineNodejs(t *testing.T, p docs.Page) {
 	ns := tu.namespace(t, "tut-nodejs")
 	tu.apply(t, ns, objects(t, p, ns)...)
@@ -691,10 +680,10 @@ func (tu *tutorials) runsIn(t *testing.T, ns, mode string) {
 		f.waitFunction(ns, "hello-modes", "to be built and Running", 5*time.Minute, isRunning)
 		return
 	}
-	f.waitFunction(ns, "hello-modes", "to run buildless", 4*time.Minute, runningBuildless)
+	f.waitFunction(ns, "hello-modes", "to run buildless", 4*time.Minute, isRunningBuildless)
 	f.waitFunction(ns, "hello-modes", "to run its runtime image, not a built one", time.Minute, func(fn *v1alpha2.Function) bool {
 		c := f.deployment(ns, "hello-modes").Spec.Template.Spec.Containers
-		return runningBuildless(fn) && fn.Status.BuiltImage == "" && len(c) > 0 && c[0].Image == fn.Status.RuntimeImage
+		return isRunningBuildless(fn) && fn.Status.BuiltImage == "" && len(c) > 0 && c[0].Image == fn.Status.RuntimeImage
 	})
 }
 
