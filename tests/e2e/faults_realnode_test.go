@@ -79,11 +79,7 @@ func TestRegistryPodDeletedDuringABuild(t *testing.T) {
 	require.Len(t, pods.Items, 1, "the registry's Pod")
 	require.NoError(t, f.c.Delete(ctx, &pods.Items[0], client.GracePeriodSeconds(0)))
 
-	failed := f.waitFunction(fnNS, "fn", "to report the failed build", 3*time.Minute, func(fn *v1alpha2.Function) bool {
-		c := fn.Status.Condition(v1alpha2.ConditionBuildReady)
-		return c != nil && c.Status == corev1.ConditionFalse
-	})
-	c := failed.Status.Condition(v1alpha2.ConditionBuildReady)
+	c := f.waitConditionFalse(fnNS, "fn", v1alpha2.ConditionBuildReady, "to report the failed build", 3*time.Minute)
 	assert.Equal(t, v1alpha2.ReasonJobFailed, c.Reason)
 	assert.Contains(t, c.Message, "unreachable", "the message names the cause")
 	t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)
@@ -254,11 +250,7 @@ func testFailingDependencyInstallKeepsThePreviousVersion(t *testing.T, f *fnEnv)
 		fn.Spec.Source.Inline.Source = inline(fnNS, "fn", fn.Spec.Runtime, "v2").Spec.Source.Inline.Source
 		fn.Spec.Source.Inline.Dependencies = `{ "name": "fn", "dependencies": { oops } }`
 	})
-	failed := f.waitFunction(fnNS, "fn", "to report the failed install", 3*time.Minute, func(fn *v1alpha2.Function) bool {
-		c := fn.Status.Condition(v1alpha2.ConditionBuildReady)
-		return c != nil && c.Status == corev1.ConditionFalse
-	})
-	c := failed.Status.Condition(v1alpha2.ConditionBuildReady)
+	c := f.waitConditionFalse(fnNS, "fn", v1alpha2.ConditionBuildReady, "to report the failed install", 3*time.Minute)
 	assert.Equal(t, v1alpha2.ReasonJobFailed, c.Reason)
 	assert.Contains(t, c.Message, "JSON", "npm's parse error is the message")
 	t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)

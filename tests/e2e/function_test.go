@@ -159,6 +159,17 @@ func isRunning(fn *v1alpha2.Function) bool {
 	return fn.Status.ObservedGeneration == fn.Generation
 }
 
+// waitConditionFalse waits until the Function's condition typ is False and
+// returns it.
+func (f *fnEnv) waitConditionFalse(ns, name, typ, what string, timeout time.Duration) *v1alpha2.Condition {
+	f.t.Helper()
+	fn := f.waitFunction(ns, name, what, timeout, func(fn *v1alpha2.Function) bool {
+		c := fn.Status.Condition(typ)
+		return c != nil && c.Status == corev1.ConditionFalse
+	})
+	return fn.Status.Condition(typ)
+}
+
 func (f *fnEnv) waitFunction(ns, name, what string, timeout time.Duration, ok func(fn *v1alpha2.Function) bool) *v1alpha2.Function {
 	f.t.Helper()
 	fn := &v1alpha2.Function{}
@@ -380,11 +391,7 @@ func testFunctionsBuildRunAndGo(t *testing.T, f *fnEnv) {
 		// pip refuses it before it would look for a package index
 		fn.Spec.Source.Inline.Dependencies = "this is not a requirement!\n"
 		require.NoError(t, f.fcs.Create(ctx, fn))
-		failed := f.waitFunction(fnNS, name, "to report the failed build", time.Minute, func(fn *v1alpha2.Function) bool {
-			c := fn.Status.Condition(v1alpha2.ConditionBuildReady)
-			return c != nil && c.Status == corev1.ConditionFalse
-		})
-		c := failed.Status.Condition(v1alpha2.ConditionBuildReady)
+		c := f.waitConditionFalse(fnNS, name, v1alpha2.ConditionBuildReady, "to report the failed build", time.Minute)
 		assert.Equal(t, v1alpha2.ReasonJobFailed, c.Reason)
 		assert.Contains(t, c.Message, "Invalid requirement", "pip's error is in the message")
 		t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)
