@@ -40,11 +40,11 @@ manifests: tools ## regenerate CRDs and each binary's ClusterRole from controlle
 # The unit tests run alongside the images and the e2e tests: the e2e tests
 # mostly wait for the cluster (about half of two cores is idle), and the unit
 # tests use what they leave. The e2e tests set how long make test takes, so
-# their path goes first: before it only the cluster's tools are built
-# (controller-gen and helm, which only unit tests use, are built beside the
-# images), and the unit tests start once the binaries and images are built
-# (UNIT_AFTER), one package at a time (UNIT_P=1: two at once slowed the e2e
-# builds by a third).
+# their path goes first: before it only the cluster's tools are built, and
+# the unit lane starts once the binaries and images are built (UNIT_AFTER),
+# with controller-gen and helm (only unit tests use them) and then the
+# tests, one package at a time (UNIT_P=1: two at once slowed the e2e builds
+# by a third).
 test: ## all three layers: unit and envtest integration tests alongside the images and the e2e tests
 	hack/tools.sh cluster
 	$(MAKE) --no-print-directory -j2 test-unit test-e2e UNIT_P=1 UNIT_AFTER="build image"
@@ -54,7 +54,8 @@ test: ## all three layers: unit and envtest integration tests alongside the imag
 # at the end.
 SLOW_TEST_PACKAGES := ./operator/internal/manager/app ./operator/internal/manager/reconciler ./operator/internal/function/app ./operator/cmd/function-controller ./operator/internal/manager/render
 
-test-unit: tools $(UNIT_AFTER) ## unit and envtest integration tests (UNIT_P=N: N packages at a time, default one per core)
+test-unit: $(UNIT_AFTER) ## unit and envtest integration tests (UNIT_P=N: N packages at a time, default one per core)
+	hack/tools.sh
 	go test $(GO_TEST_FLAGS) $(if $(UNIT_P),-p $(UNIT_P)) $(SLOW_TEST_PACKAGES) ./...
 	@echo "test-unit: passed"
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,13 +141,12 @@ func startManagerInCluster(t *testing.T, extraEnv ...string) (*env, []*unstructu
 		}
 		e.deleteManifest(objs, serverlessCRD)
 	})
-	framework.WaitFor(t, 3*time.Minute, "the manager's Pod to be Ready", func(ctx context.Context) (bool, string, error) {
-		p, err := e.cluster.ReadyPod(ctx, ns, map[string]string{"app.kubernetes.io/name": "serverless-manager"})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return true, p.Name, nil
-	}, framework.DumpPods(e.c, ns), framework.DumpEvents(e.c, ns),
+	// Rolled out, not just a Ready Pod: a Pod of an earlier manager
+	// Deployment may still be Ready (on a simulated node, at once).
+	i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })
+	require.GreaterOrEqual(t, i, 0, "the manager's manifest has a Deployment")
+	framework.WaitFor(t, 3*time.Minute, "the manager's Deployment to run only its Pod, Ready", framework.RolledOut(e.c, ns, objs[i].GetName()),
+		framework.DumpPods(e.c, ns), framework.DumpEvents(e.c, ns),
 		e.cluster.DumpPodLogs(ns, map[string]string{"app.kubernetes.io/name": "serverless-manager"}, 30))
 	return e, objs
 }

@@ -233,20 +233,7 @@ func (f *fnEnv) waitRolledOut(fnNS, name string) {
 		if err != nil || len(ds) != 1 {
 			return false, fmt.Sprintf("%d Deployments", len(ds)), err
 		}
-		d := ds[0]
-		var pods corev1.PodList
-		if err := f.c.List(ctx, &pods, client.InNamespace(fnNS), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
-			return false, "", err
-		}
-		want := int32(1)
-		if d.Spec.Replicas != nil {
-			want = *d.Spec.Replicas
-		}
-		s := d.Status
-		done := s.ObservedGeneration == d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want &&
-			s.Replicas == want && len(pods.Items) == int(want)
-		return done, fmt.Sprintf("generation %d observed %d, replicas %d updated %d ready %d, %d Pods", d.Generation, s.ObservedGeneration,
-			s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, len(pods.Items)), nil
+		return framework.RolloutDone(ctx, f.c, &ds[0])
 	}, f.dumpsFor(fnNS, name)...)
 }
 
