@@ -49,6 +49,7 @@ func (d Daemons) Start(dm Daemon) error {
 	// No Wait: the process outlives us; whether it still runs is
 	// CheckAlive's to tell.
 	_ = cmd.Process.Release()
+	awaitExec(pid)
 	if err := os.MkdirAll(d.PIDDir, 0o755); err != nil {
 		return err
 	}
@@ -86,18 +87,22 @@ func (d Daemons) PID(name string) (int, bool) {
 	return pid, true
 }
 
-// CheckAlive fails with the end of its log when the daemon has exited. A
-// recorded process counts as exited only when two looks 200 ms apart find
-// it gone: under load a single read of /proc/<pid>/cmdline has come back
-// without the mark while the process was running (state R).
+// awaitExec returns once pid runs its new program, or is gone. cmd.Start
+// returns when the kernel closes the exec pipe, which it does before it
+// lays out the new program's arguments: until then /proc/<pid>/cmdline
+// reads empty and the process would not look like ours.
+func awaitExec(pid int) {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if cmdline, err := CommandLine(pid); err != nil || len(cmdline) > 0 || !Alive(pid) {
+			return
+		}
+	}
+}
+
+// CheckAlive fails with the end of its log when the daemon has exited.
 func (d Daemons) CheckAlive(dm Daemon) error {
-	for i := range 2 {
-		if _, ok := d.PID(dm.Name); ok {
-			return nil
-		}
-		if i == 0 {
-			time.Sleep(200 * time.Millisecond)
-		}
+	if _, ok := d.PID(dm.Name); ok {
+		return nil
 	}
 	return fmt.Errorf("%s exited (%s); the end of %s:\n%s", dm.Name, d.pidState(dm.Name), dm.LogPath(), Tail(dm.LogPath(), 20))
 }
