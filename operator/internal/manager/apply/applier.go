@@ -5,10 +5,12 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,15 +71,24 @@ type Result struct {
 	Waiting string
 }
 
+// Pins names, by inventory ID, the objects rendered from their own live
+// content (the internal registry's credentials, read from their Secret),
+// each with the UID of the object that content came from.
+type Pins map[string]types.UID
+
 // Apply makes the cluster hold objs (rendered for namespace). prev is the
-// inventory of the last apply. An object is sent only when it does not exist,
+// inventory of the last apply. A pinned object is written only to the
+// object its content came from: when the API server refuses it because
+// that one is gone or replaced, the apply stops Waiting, so that the next
+// render starts from what is there (a deleted registry Secret gets new
+// credentials, not the old ones back). An object is sent only when it does not exist,
 // its digest differs from the recorded one, the live object lacks that
 // digest, or someone else changed it since (its generation, or
 // resourceVersion for kinds without generation, moved); never while it is
 // being deleted. Objects in prev but not in objs are pruned once every
 // object applied cleanly. On error the returned inventory still holds prev's
 // entries, so a later attempt can finish the job.
-func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructured.Unstructured, prev inventory.Inventory) (Result, error) {
+func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructured.Unstructured, prev inventory.Inventory, pins Pins) (Result, error) {
 	next := make(inventory.Inventory, len(prev))
 	maps.Copy(next, prev)
 	res := Result{Inventory: next}
@@ -103,15 +114,26 @@ func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructu
 		id := inventory.ID(obj)
 		current[id] = true
 		digest := obj.GetAnnotations()[module.DigestAnnotation]
-		send, err := a.needsApply(ctx, obj, digest, prev[id])
+		live, err := a.live.LiveMeta(ctx, obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))
 		if err != nil {
-			return res, err
+			return res, fmt.Errorf("reading live %s %q: %w", obj.GetKind(), obj.GetName(), err)
 		}
-		if !send {
+		if !needsApply(live, digest, prev[id]) {
 			continue // next holds prev's entry, if any
+		}
+		// A pinned object is sent with its UID whatever the cache says (it
+		// lacks objects not labelled yet, as upstream's): the API server
+		// refuses an apply with a UID that no object of that name has.
+		uid, pinned := pins[id]
+		if pinned {
+			obj.SetUID(uid)
 		}
 		if err := a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 			client.FieldOwner(module.ManagerName), client.ForceOwnership); err != nil {
+			if pinned && refusedForUID(err) {
+				res.Waiting = replacedMeanwhile(obj)
+				return res, nil
+			}
 			return res, fmt.Errorf("applying %s %q: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		res.Applied = append(res.Applied, id)
@@ -166,25 +188,48 @@ func (a *Applier) prepare(obj *unstructured.Unstructured, namespace string) erro
 	return nil
 }
 
-func (a *Applier) needsApply(ctx context.Context, obj *unstructured.Unstructured, digest string, recorded v1alpha1.InventoryEntry) (bool, error) {
-	live, err := a.live.LiveMeta(ctx, obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))
-	if err != nil {
-		return false, fmt.Errorf("reading live %s %q: %w", obj.GetKind(), obj.GetName(), err)
-	}
+// needsApply says whether the object with digest must be sent, given its
+// live metadata (nil: missing) and its entry of the last apply.
+func needsApply(live metav1.Object, digest string, recorded v1alpha1.InventoryEntry) bool {
 	switch {
 	case live == nil:
-		return true, nil
+		return true
 	case live.GetDeletionTimestamp() != nil:
 		// No apply stops a deletion (a CRD, for one, stays while its
 		// instances are removed); the deletion event brings the reconcile
 		// that creates the object again, and until then it is not ready.
-		return false, nil
+		return false
 	case recorded.ID == "" || recorded.Digest != digest || recorded.Version == "":
-		return true, nil
+		return true
 	case live.GetAnnotations()[module.DigestAnnotation] != digest:
-		return true, nil
+		return true
 	}
-	return versionOf(live) != recorded.Version, nil
+	return versionOf(live) != recorded.Version
+}
+
+// refusedForUID tells the API server's answers to an apply whose UID is not
+// the object's: a conflict when there is no object, an immutable
+// metadata.uid when there is another.
+func refusedForUID(err error) bool {
+	if apierrors.IsConflict(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}
+
+// replacedMeanwhile is the Waiting message for a pinned object that is gone
+// or another one since its content was read.
+func replacedMeanwhile(obj *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %q was deleted or replaced after the manager read it; reading it again", obj.GetKind(), obj.GetName())
 }
 
 // versionOf is what tells a later reconcile whether someone else changed

@@ -2,16 +2,19 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -72,16 +75,23 @@ func (f fakeLive) LiveMeta(_ context.Context, _ schema.GroupVersionKind, key typ
 	return nil, nil
 }
 
-// recorder remembers what would have been sent.
+// recorder remembers what would have been sent, with the UID the apply
+// named; refuse, when set, answers every apply.
 type recorder struct {
 	applied []string
+	uids    []types.UID
 	deleted []string
+	refuse  error
 }
 
 func (r *recorder) Apply(_ context.Context, obj runtime.ApplyConfiguration, _ ...client.ApplyOption) error {
-	o := obj.(interface{ GetName() string })
+	o := obj.(interface {
+		GetName() string
+		GetUID() types.UID
+	})
 	r.applied = append(r.applied, o.GetName())
-	return nil
+	r.uids = append(r.uids, o.GetUID())
+	return r.refuse
 }
 
 func (r *recorder) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
@@ -105,7 +115,7 @@ func TestApplyPreparesObjects(t *testing.T) {
 	role := u("rbac.authorization.k8s.io/v1", "ClusterRole", "role")
 	role.SetNamespace("wrong")
 
-	res, err := a.Apply(context.Background(), "kyma-system", []*unstructured.Unstructured{cm, role}, nil)
+	res, err := a.Apply(context.Background(), "kyma-system", []*unstructured.Unstructured{cm, role}, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"role", "cm"}, rec.applied)
 	assert.Empty(t, cm.GetNamespace(), "the caller's objects are not modified")
@@ -129,7 +139,7 @@ func TestApplyPreparesObjects(t *testing.T) {
 func TestApplySkipsWhatIsInPlace(t *testing.T) {
 	// First apply, to learn the digest.
 	first := &recorder{}
-	res, err := New(first, fakeAPI{}, fakeLive{}, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, nil)
+	res, err := New(first, fakeAPI{}, fakeLive{}, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, nil, nil)
 	require.NoError(t, err)
 	id := "apps/Deployment/ns/d"
 	digest := res.Inventory[id].Digest
@@ -169,9 +179,76 @@ func TestApplySkipsWhatIsInPlace(t *testing.T) {
 			if tt.recorded.ID != "" {
 				prev[id] = tt.recorded
 			}
-			_, err := New(rec, fakeAPI{}, l, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, prev)
+			_, err := New(rec, fakeAPI{}, l, mapper()).Apply(context.Background(), "ns", []*unstructured.Unstructured{u("apps/v1", "Deployment", "d")}, prev, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantSend, len(rec.applied) == 1)
+		})
+	}
+}
+
+// A pinned object (rendered from its own live content) is sent with the
+// UID of the object that content came from; when the API server refuses it
+// for that UID (gone, or replaced) the apply stops Waiting there, with
+// nothing after it applied and nothing pruned.
+func TestApplyPinnedObject(t *testing.T) {
+	const uid = types.UID("uid-1")
+	render := func() []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{u("v1", "ConfigMap", "creds"), u("apps/v1", "Deployment", "d")}
+	}
+	// The first apply tells the digest the ConfigMap is rendered with.
+	first, err := New(&recorder{}, fakeAPI{}, fakeLive{}, mapper()).Apply(context.Background(), "ns", render(), nil, nil)
+	require.NoError(t, err)
+	id := "/ConfigMap/ns/creds"
+	digest := first.Inventory[id].Digest
+	key := types.NamespacedName{Namespace: "ns", Name: "creds"}
+	live := func(digest string) metav1.Object {
+		return &metav1.ObjectMeta{Namespace: "ns", Name: "creds", UID: uid, ResourceVersion: "7", Annotations: map[string]string{module.DigestAnnotation: digest}}
+	}
+	gone := apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "creds", errors.New("uid mismatch"))
+	replaced := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "creds", field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+	other := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "creds", field.ErrorList{field.Invalid(field.NewPath("data"), "x", "too long")})
+	tests := []struct {
+		name        string
+		live        metav1.Object
+		pins        Pins
+		refuse      error
+		wantApplied []string
+		wantUIDs    []types.UID
+		wantWaiting bool
+		wantErr     string
+	}{
+		{name: "not pinned: sent without a UID", wantApplied: []string{"creds", "d"}, wantUIDs: []types.UID{"", ""}},
+		{name: "pinned, not in the cache: sent with its UID", pins: Pins{id: uid}, wantApplied: []string{"creds", "d"}, wantUIDs: []types.UID{uid, ""}},
+		{name: "pinned, in place: not sent", live: live(digest), pins: Pins{id: uid}, wantApplied: []string{"d"}, wantUIDs: []types.UID{""}},
+		{name: "pinned, rendered differently: sent with its UID", live: live("old"), pins: Pins{id: uid}, wantApplied: []string{"creds", "d"}, wantUIDs: []types.UID{uid, ""}},
+		{name: "pinned, gone", pins: Pins{id: uid}, refuse: gone, wantApplied: []string{"creds"}, wantUIDs: []types.UID{uid}, wantWaiting: true},
+		{name: "pinned, replaced", live: live("old"), pins: Pins{id: uid}, refuse: replaced, wantApplied: []string{"creds"}, wantUIDs: []types.UID{uid}, wantWaiting: true},
+		{name: "pinned, refused for another cause: an error", pins: Pins{id: uid}, refuse: other, wantApplied: []string{"creds"}, wantUIDs: []types.UID{uid}, wantErr: "too long"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{refuse: tt.refuse}
+			l := fakeLive{}
+			prev := inventory.Inventory{}
+			if tt.live != nil {
+				l[key] = tt.live
+				prev[id] = v1alpha1.InventoryEntry{ID: id, Digest: tt.live.GetAnnotations()[module.DigestAnnotation], Version: "rv7"}
+			}
+			res, err := New(rec, fakeAPI{}, l, mapper()).Apply(context.Background(), "ns", render(), prev, tt.pins)
+			assert.Equal(t, tt.wantApplied, rec.applied)
+			assert.Equal(t, tt.wantUIDs, rec.uids)
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			if !tt.wantWaiting {
+				assert.Empty(t, res.Waiting)
+				return
+			}
+			assert.Equal(t, `ConfigMap "creds" was deleted or replaced after the manager read it; reading it again`, res.Waiting)
+			assert.Equal(t, prev, res.Inventory, "the inventory is the last apply's")
+			assert.Empty(t, res.Pruned)
 		})
 	}
 }

@@ -108,7 +108,7 @@ func TestPruneDeletesOnlyWhatTheManagerApplied(t *testing.T) {
 		"rbac.authorization.k8s.io/ClusterRole//cluster-admin",
 	)
 	rec := &recorder{}
-	res, err := New(rec, api, fakeLive{}, mapper()).Apply(context.Background(), "ns", nil, prev)
+	res, err := New(rec, api, fakeLive{}, mapper()).Apply(context.Background(), "ns", nil, prev, nil)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"finalized", "gone"}, rec.deleted,
 		"only objects with the module labels that the manager applied, of a managed kind, in the module namespace")
@@ -160,7 +160,7 @@ func TestPruneKeepsACRDWithObjects(t *testing.T) {
 			}
 			api.crds = map[string]*apiextensionsv1.CustomResourceDefinition{tt.crd.Name: tt.crd}
 			rec := &recorder{}
-			res, err := New(rec, api, fakeLive{}, mapper()).Apply(context.Background(), "ns", nil, entries(id))
+			res, err := New(rec, api, fakeLive{}, mapper()).Apply(context.Background(), "ns", nil, entries(id), nil)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)

@@ -28,6 +28,11 @@ type Ref struct {
 	Name      string
 }
 
+// ID is the ID of the object ref names.
+func (r Ref) ID() string {
+	return strings.Join([]string{r.GroupKind.Group, r.GroupKind.Kind, r.Namespace, r.Name}, "/")
+}
+
 // ParseID reverses ID; ok is false for a malformed ID.
 func ParseID(id string) (ref Ref, ok bool) {
 	parts := strings.Split(id, "/")

@@ -47,7 +47,7 @@ type Renderer interface {
 
 // Applier applies rendered objects (and prunes those that left the chart).
 type Applier interface {
-	Apply(ctx context.Context, namespace string, objs []*unstructured.Unstructured, prev inventory.Inventory) (apply.Result, error)
+	Apply(ctx context.Context, namespace string, objs []*unstructured.Unstructured, prev inventory.Inventory, pins apply.Pins) (apply.Result, error)
 }
 
 // Live reads live objects, from the cache where the manager caches them.
@@ -345,6 +345,8 @@ type state struct {
 	values map[string]any
 	// nodePort is the registry NodePort chosen for this render (0: none).
 	nodePort int32
+	// pins are the rendered objects made from their own live content.
+	pins     apply.Pins
 	warnings []string
 	// changes describe configuration values that changed, one event each.
 	changes []string

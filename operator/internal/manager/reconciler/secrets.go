@@ -122,19 +122,26 @@ func (r *Reconciler) watchedMeta(ctx context.Context, gvk schema.GroupVersionKin
 	return named, found, err
 }
 
-// secretData returns a Secret's data (never nil when found).
-func (r *Reconciler) secretData(ctx context.Context, key types.NamespacedName) (map[string][]byte, bool, error) {
+// secretContent is what the manager reads of a Secret: its data (never
+// nil when found) and which Secret of that name held it.
+type secretContent struct {
+	data map[string][]byte
+	uid  types.UID
+}
+
+// secretData returns a Secret's content.
+func (r *Reconciler) secretData(ctx context.Context, key types.NamespacedName) (secretContent, bool, error) {
 	v, found, err := r.readThrough(ctx, "Secret", key, &corev1.Secret{}, func(o client.Object) any {
 		data := o.(*corev1.Secret).Data
 		if data == nil {
 			data = map[string][]byte{}
 		}
-		return data
+		return secretContent{data: data, uid: o.GetUID()}
 	})
 	if !found || err != nil {
-		return nil, found, err
+		return secretContent{}, found, err
 	}
-	return v.(map[string][]byte), true, nil
+	return v.(secretContent), true, nil
 }
 
 // serviceNodePort returns the NodePort of a Service (0 when it has none).

@@ -2,18 +2,22 @@ package reconciler
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
 	"github.com/kyma-project/serverless-manager/operator/pkg/module"
 )
@@ -105,10 +109,10 @@ func TestSecretDataFollowsANewVersion(t *testing.T) {
 	r := New(cache, api, fakeLive{}, nil, nil, &countEvents{}, nil, Options{Namespace: "kyma-system"})
 	key := client.ObjectKeyFromObject(registrySecret("", ""))
 
-	data, found, err := r.secretData(t.Context(), key)
+	got, found, err := r.secretData(t.Context(), key)
 	require.NoError(t, err)
 	require.True(t, found)
-	assert.Equal(t, "one", string(data["password"]))
+	assert.Equal(t, "one", string(got.data["password"]))
 
 	for _, c := range []client.Client{cache, api} {
 		s := &corev1.Secret{}
@@ -117,10 +121,10 @@ func TestSecretDataFollowsANewVersion(t *testing.T) {
 		require.NoError(t, c.Update(t.Context(), s))
 	}
 	gets = 0
-	data, found, err = r.secretData(t.Context(), key)
+	got, found, err = r.secretData(t.Context(), key)
 	require.NoError(t, err)
 	require.True(t, found)
-	assert.Equal(t, "two", string(data["password"]))
+	assert.Equal(t, "two", string(got.data["password"]))
 	assert.Equal(t, 1, gets)
 }
 
@@ -173,6 +177,42 @@ func TestRegistryNodePort(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantGets, gets)
 			assert.Equal(t, tt.wantLists, lists)
+		})
+	}
+}
+
+// Credentials read from the registry Secret are pinned to that Secret (its
+// UID, under the ID the applier gives the rendered Secret): an apply never
+// writes them to a Secret made after a deletion. New credentials are not
+// pinned.
+func TestRegistryCredentialsArePinnedToTheirSecret(t *testing.T) {
+	scheme, err := watch.NewScheme()
+	require.NoError(t, err)
+	rendered := &unstructured.Unstructured{}
+	rendered.SetAPIVersion("v1")
+	rendered.SetKind("Secret")
+	rendered.SetNamespace("kyma-system")
+	rendered.SetName(module.RegistrySecretName)
+	existing := registrySecret("user", "old-password")
+	existing.UID = "uid-1"
+	tests := []struct {
+		name     string
+		objs     []client.Object
+		wantPins apply.Pins
+	}{
+		{name: "credentials read from their Secret", objs: []client.Object{existing}, wantPins: apply.Pins{inventory.ID(rendered): "uid-1"}},
+		{name: "new credentials", wantPins: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestState(1)
+			s.cr.Spec.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.objs...).Build()
+			r := New(c, c, fakeLive{}, nil, nil, &countEvents{}, nil, Options{Namespace: "kyma-system", NewSecret: func(n int) string { return strings.Repeat("n", n) }})
+			goOn, _, err := runStep(t.Context(), s, r.stepConfigure)
+			require.NoError(t, err)
+			require.True(t, goOn, "configured: %v", s.cr.Status.Conditions)
+			assert.Equal(t, tt.wantPins, s.pins)
 		})
 	}
 }

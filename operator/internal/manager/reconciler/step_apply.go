@@ -21,7 +21,7 @@ func (r *Reconciler) stepApply(ctx context.Context, s *state) (steps.Outcome, er
 		return r.fail(s, v1alpha1.ConditionInstalled, v1alpha1.ReasonClusterReadFailed, err, true)
 	}
 	// Apply works on copies: the render memo stays untouched.
-	res, err := r.applier.Apply(ctx, s.cr.Namespace, objs, prev)
+	res, err := r.applier.Apply(ctx, s.cr.Namespace, objs, prev, s.pins)
 	s.cr.Status.Inventory = res.Inventory.Entries()
 	if r.metrics != nil {
 		r.metrics.AddApplied(len(res.Applied))

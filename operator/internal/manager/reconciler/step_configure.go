@@ -13,10 +13,13 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/apply"
+	"github.com/kyma-project/serverless-manager/operator/internal/manager/inventory"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/values"
 	"github.com/kyma-project/serverless-manager/operator/internal/manager/watch"
 	"github.com/kyma-project/serverless-manager/operator/internal/steps"
@@ -48,6 +51,11 @@ func (r *Reconciler) stepConfigure(ctx context.Context, s *state) (steps.Outcome
 	}
 	if built.Values.DockerRegistry.EnableInternal {
 		s.nodePort = built.Values.Global.RegistryNodePort
+	}
+	if c := facts.InternalCredentials; c != nil && c.From != "" {
+		// Credentials read from their Secret go back to that Secret only.
+		secret := inventory.Ref{GroupKind: schema.GroupKind{Kind: "Secret"}, Namespace: s.cr.Namespace, Name: module.RegistrySecretName}
+		s.pins = apply.Pins{secret.ID(): c.From}
 	}
 	s.values, err = built.Values.Map()
 	if err != nil {
@@ -104,23 +112,23 @@ func (r *Reconciler) facts(ctx context.Context, cr *v1alpha1.Serverless) (values
 	internal := reg != nil && reg.EnableInternal != nil && *reg.EnableInternal
 	if !internal {
 		if name := userRegistrySecret(cr); name != "" {
-			data, found, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: name})
+			s, found, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: name})
 			if err != nil {
 				return f, err
 			}
 			if found {
-				f.RegistrySecret = data
+				f.RegistrySecret = s.data
 			}
 		}
 		return f, nil
 	}
 
-	data, found, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName})
+	s, found, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName})
 	if err != nil {
 		return f, err
 	}
-	if found && string(data["isInternal"]) == "true" {
-		f.InternalCredentials = &values.Credentials{Username: string(data["username"]), Password: string(data["password"])}
+	if found && string(s.data["isInternal"]) == "true" {
+		f.InternalCredentials = &values.Credentials{Username: string(s.data["username"]), Password: string(s.data["password"]), From: s.uid}
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	found, err = r.get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryPVCName}, pvc)

@@ -43,7 +43,8 @@ func (r *Reconciler) stepRegistryUsage(ctx context.Context, s *state) (steps.Out
 		r.warnIfFull(s)
 		return steps.Next().Within(next - age), nil
 	}
-	data, _, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName})
+	secret, _, err := r.secretData(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistrySecretName})
+	data := secret.data
 	if err == nil {
 		mctx, cancel := context.WithTimeout(ctx, registryUsageTimeout)
 		u, uerr := r.opts.RegistryUsage(mctx, ns, string(data["username"]), string(data["password"]))

@@ -45,7 +45,7 @@ type fakeApplier struct {
 	err error
 }
 
-func (f *fakeApplier) Apply(context.Context, string, []*unstructured.Unstructured, inventory.Inventory) (apply.Result, error) {
+func (f *fakeApplier) Apply(context.Context, string, []*unstructured.Unstructured, inventory.Inventory, apply.Pins) (apply.Result, error) {
 	return f.res, f.err
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
 	"github.com/kyma-project/serverless-manager/operator/pkg/buildflags"
@@ -25,6 +26,9 @@ var RegistrySecretKeys = []string{"username", "password", "serverAddress", "regi
 type Credentials struct {
 	Username string
 	Password string
+	// From is the UID of the Secret they were read from (empty when new):
+	// the apply writes them to that Secret only, never to a successor.
+	From types.UID
 }
 
 // Facts are what the manager learned about the cluster for one render.
