@@ -13,8 +13,6 @@ package e2e
 // and push to the internal registry.
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -23,7 +21,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/v1alpha1"
@@ -61,7 +58,7 @@ func TestFIPSModeOnTheRealNode(t *testing.T) {
 			}
 			assert.Equal(t, fips.GODEBUG, env[fips.EnvGODEBUG], b.deployment)
 			assert.Equal(t, "true", env[fips.EnvMode], b.deployment)
-			for _, pod := range readyPodsOf(t, e, d) {
+			for _, pod := range rolledOutPods(t, e, d) {
 				log, err := e.cluster.PodLog(ctx, ns, pod.Name, b.container)
 				require.NoError(t, err)
 				assert.NotContains(t, log, "refusing to start", pod.Name)
@@ -124,23 +121,13 @@ func container(cs []corev1.Container, name string) *corev1.Container {
 	return nil
 }
 
-// readyPodsOf waits until every replica of d is Ready and returns its Pods.
-func readyPodsOf(t *testing.T, e *env, d *appsv1.Deployment) []corev1.Pod {
+// rolledOutPods waits until d's rollout is done and returns its Pods: all
+// of them of its current template and Ready (framework.RolloutDone).
+func rolledOutPods(t *testing.T, e *env, d *appsv1.Deployment) []corev1.Pod {
 	t.Helper()
-	want := int(ptr.Deref(d.Spec.Replicas, 1))
-	var ready []corev1.Pod
-	framework.WaitFor(t, 2*time.Minute, fmt.Sprintf("%d Ready Pods of %s", want, d.Name), func(ctx context.Context) (bool, string, error) {
-		var pods corev1.PodList
-		if err := e.c.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
-			return false, "", err
-		}
-		ready = ready[:0]
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && framework.PodReady(&p) {
-				ready = append(ready, p)
-			}
-		}
-		return len(ready) == want, fmt.Sprintf("%d of %d Pods Ready", len(ready), len(pods.Items)), nil
-	}, e.cluster.DumpPodLogs(d.Namespace, d.Spec.Selector.MatchLabels, 20))
-	return ready
+	framework.WaitFor(t, 2*time.Minute, "the rollout of "+d.Name, framework.RolledOut(e.c, d.Namespace, d.Name),
+		e.cluster.DumpPodLogs(d.Namespace, d.Spec.Selector.MatchLabels, 20))
+	var pods corev1.PodList
+	require.NoError(t, e.c.List(t.Context(), &pods, client.InNamespace(d.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)))
+	return pods.Items
 }
