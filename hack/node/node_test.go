@@ -188,3 +188,38 @@ func TestPortsFree(t *testing.T) {
 	assert.Contains(t, err.Error(), strconv.Itoa(busy))
 	assert.Contains(t, err.Error(), "KWOK_PORT")
 }
+
+// The node refuses to start on a filesystem where kubelet would evict its
+// Pods: below 1 % free, plus what it writes.
+func TestEnoughDisk(t *testing.T) {
+	const gi = uint64(1) << 30
+	tests := []struct {
+		name         string
+		total, avail uint64
+		wantErr      string
+	}{
+		{name: "plenty", total: 250 * gi, avail: 50 * gi},
+		{name: "just enough", total: 100 * gi, avail: 1*gi + nodeDiskNeed},
+		{name: "full beyond kubelet's threshold", total: 252 * gi, avail: 3 * gi,
+			wantErr: "3.0 GiB free on the filesystem of /work: the node needs 6.5 GiB (what it writes, 4 GiB, above the 1% of 252.0 GiB below which kubelet evicts every Pod); free some space"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := enoughDisk("/work", tt.total, tt.avail)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.EqualError(t, err, tt.wantErr)
+		})
+	}
+}
+
+// The state directory need not exist yet: its nearest parent's filesystem
+// is read (the answer depends on this machine's disk, so both are checked).
+func TestCheckDiskReadsTheNearestExistingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkDisk(filepath.Join(dir, "not", "yet")); err != nil {
+		assert.Contains(t, err.Error(), "free on the filesystem of "+dir+":")
+	}
+}

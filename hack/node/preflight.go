@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
 // machinePaths are where the node's parts write whatever their settings:
@@ -68,6 +69,7 @@ func (ac *actionContext) checkMachine() error {
 	}
 	ac.log.Printf("cgroup mode: %s", mode)
 	var errs []error
+	errs = append(errs, checkDisk(ac.state))
 	if os.Geteuid() != 0 {
 		errs = append(errs, errors.New("the real node needs root (kubelet, containerd, network namespaces)"))
 	}
@@ -107,3 +109,46 @@ func (ac *actionContext) checkMachine() error {
 
 // cniBinDir is where Debian's containernetworking-plugins puts them.
 const cniBinDir = "/usr/lib/cni"
+
+// evictionFree is kubelet's evictionHard for its filesystem (nodefs and
+// imagefs: the state directory's): below it every Pod is evicted and the
+// node tainted (DiskPressure).
+const (
+	evictionFree        = "1%"
+	evictionFreePercent = 1
+)
+
+// nodeDiskNeed is what the node may write to its state directory above
+// kubelet's eviction threshold: images, containers, logs, the registry's
+// volume (about 1.1 GiB at the end of make test).
+const nodeDiskNeed = 4 << 30
+
+// checkDisk fails when the filesystem of dir (or of its nearest existing
+// parent) has too little free space for the node to run without
+// evictions.
+func checkDisk(dir string) error {
+	for {
+		var st syscall.Statfs_t
+		err := syscall.Statfs(dir, &st)
+		if errors.Is(err, os.ErrNotExist) && filepath.Dir(dir) != dir {
+			dir = filepath.Dir(dir)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the free space of %s: %w", dir, err)
+		}
+		return enoughDisk(dir, st.Blocks*uint64(st.Bsize), st.Bavail*uint64(st.Bsize))
+	}
+}
+
+// enoughDisk decides for a filesystem of total bytes with avail free.
+func enoughDisk(dir string, total, avail uint64) error {
+	reserve := total / 100 * evictionFreePercent
+	if avail >= reserve+nodeDiskNeed {
+		return nil
+	}
+	return fmt.Errorf("%.1f GiB free on the filesystem of %s: the node needs %.1f GiB (what it writes, %.0f GiB, above the %s of %.1f GiB below which kubelet evicts every Pod); free some space",
+		gib(avail), dir, gib(reserve+nodeDiskNeed), gib(nodeDiskNeed), evictionFree, gib(total))
+}
+
+func gib(b uint64) float64 { return float64(b) / (1 << 30) }

@@ -77,17 +77,17 @@ type Result struct {
 type Pins map[string]types.UID
 
 // Apply makes the cluster hold objs (rendered for namespace). prev is the
-// inventory of the last apply. A pinned object is written only to the
-// object its content came from: when the API server refuses it because
-// that one is gone or replaced, the apply stops Waiting, so that the next
-// render starts from what is there (a deleted registry Secret gets new
-// credentials, not the old ones back). An object is sent only when it does not exist,
-// its digest differs from the recorded one, the live object lacks that
-// digest, or someone else changed it since (its generation, or
+// inventory of the last apply. An object is sent only when it does not
+// exist, its digest differs from the recorded one, the live object lacks
+// that digest, or someone else changed it since (its generation, or
 // resourceVersion for kinds without generation, moved); never while it is
-// being deleted. Objects in prev but not in objs are pruned once every
-// object applied cleanly. On error the returned inventory still holds prev's
-// entries, so a later attempt can finish the job.
+// being deleted. A pinned object is written only to the object its content
+// came from: when the API server refuses it because that one is gone or
+// replaced, the apply stops Waiting, so that the next render starts from
+// what is there (a deleted registry Secret gets new credentials, not the
+// old ones back). Objects in prev but not in objs are pruned once every
+// object applied cleanly. On error the returned inventory still holds
+// prev's entries, so a later attempt can finish the job.
 func (a *Applier) Apply(ctx context.Context, namespace string, objs []*unstructured.Unstructured, prev inventory.Inventory, pins Pins) (Result, error) {
 	next := make(inventory.Inventory, len(prev))
 	maps.Copy(next, prev)
