@@ -44,20 +44,19 @@ manifests: tools ## regenerate CRDs and each binary's ClusterRole from controlle
 # the unit lane starts once the binaries and images are built (UNIT_AFTER),
 # with controller-gen and helm (only unit tests use them) and then the
 # tests, one package at a time (UNIT_P=1: two at once slowed the e2e builds
-# by a third) and at a lower CPU priority (UNIT_NICE=10): they take the CPU
-# the e2e path leaves, not the CPU it waits for.
+# by a third).
 test: ## all three layers: unit and envtest integration tests alongside the images and the e2e tests
 	hack/tools.sh cluster
-	$(MAKE) --no-print-directory -j2 test-unit test-e2e UNIT_P=1 UNIT_NICE=10 UNIT_AFTER="build image"
+	$(MAKE) --no-print-directory -j2 test-unit test-e2e UNIT_P=1 UNIT_AFTER="build image"
 
 # go test runs packages in the order it is given them, two at a time on two
 # cores: the longest ones go first so that none of them is left running alone
 # at the end.
 SLOW_TEST_PACKAGES := ./operator/internal/manager/app ./operator/internal/manager/reconciler ./operator/internal/function/app ./operator/cmd/function-controller ./operator/internal/manager/render
 
-test-unit: $(UNIT_AFTER) ## unit and envtest integration tests (UNIT_P=N: N packages at a time, default one per core; UNIT_NICE=N: at nice N)
-	$(if $(UNIT_NICE),nice -n $(UNIT_NICE)) hack/tools.sh
-	$(if $(UNIT_NICE),nice -n $(UNIT_NICE)) go test $(GO_TEST_FLAGS) $(if $(UNIT_P),-p $(UNIT_P)) $(SLOW_TEST_PACKAGES) ./...
+test-unit: $(UNIT_AFTER) ## unit and envtest integration tests (UNIT_P=N: N packages at a time, default one per core)
+	hack/tools.sh
+	go test $(GO_TEST_FLAGS) $(if $(UNIT_P),-p $(UNIT_P)) $(SLOW_TEST_PACKAGES) ./...
 	@echo "test-unit: passed"
 
 test-e2e: build image ## end-to-end tests on the local cluster they start themselves (its real node runs the images of make image)
