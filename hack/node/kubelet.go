@@ -112,7 +112,7 @@ serializeImagePulls: false
 # a minute): a changed log level reaches a running Pod in seconds
 syncFrequency: 10s
 # a developer's disk is not a node's: evict only when it is really full
-evictionHard: {memory.available: 100Mi, nodefs.available: ` + evictionFree + `, imagefs.available: ` + evictionFree + `, nodefs.inodesFree: 1%}
+evictionHard: {memory.available: 100Mi, nodefs.available: ` + evictionFree() + `, imagefs.available: ` + evictionFree() + `, nodefs.inodesFree: 1%}
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
 rotateCertificates: false

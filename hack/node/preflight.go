@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -110,13 +111,13 @@ func (ac *actionContext) checkMachine() error {
 // cniBinDir is where Debian's containernetworking-plugins puts them.
 const cniBinDir = "/usr/lib/cni"
 
-// evictionFree is kubelet's evictionHard for its filesystem (nodefs and
-// imagefs: the state directory's): below it every Pod is evicted and the
-// node tainted (DiskPressure).
-const (
-	evictionFree        = "1%"
-	evictionFreePercent = 1
-)
+// evictionFreePercent is kubelet's evictionHard for its filesystem (nodefs
+// and imagefs: the state directory's): below it every Pod is evicted and
+// the node tainted (DiskPressure).
+const evictionFreePercent = 1
+
+// evictionFree is evictionFreePercent as kubelet's configuration writes it.
+func evictionFree() string { return strconv.Itoa(evictionFreePercent) + "%" }
 
 // nodeDiskNeed is what the node may write to its state directory above
 // kubelet's eviction threshold: images, containers, logs, the registry's
@@ -148,7 +149,7 @@ func enoughDisk(dir string, total, avail uint64) error {
 		return nil
 	}
 	return fmt.Errorf("%.1f GiB free on the filesystem of %s: the node needs %.1f GiB (what it writes, %.0f GiB, above the %s of %.1f GiB below which kubelet evicts every Pod); free some space",
-		gib(avail), dir, gib(reserve+nodeDiskNeed), gib(nodeDiskNeed), evictionFree, gib(total))
+		gib(avail), dir, gib(reserve+nodeDiskNeed), gib(nodeDiskNeed), evictionFree(), gib(total))
 }
 
 func gib(b uint64) float64 { return float64(b) / (1 << 30) }
