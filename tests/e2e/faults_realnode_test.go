@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
@@ -50,8 +52,8 @@ func (f *fnEnv) setAnswer(ns, name, answer string) {
 // back (a quota refuses new Pods in the module namespace): the build ends
 // with BuildReady=False naming the unreachable registry, the Function keeps
 // answering its previous version all along, and once the registry is back
-// the retry builds and the new version answers; the image pushed before is
-// still in the registry.
+// the retry builds at once (not after the failure's backoff) and the new
+// version answers; the image pushed before is still in the registry.
 func TestRegistryPodDeletedDuringABuild(t *testing.T) {
 	f := startFunctionController(t)
 	ctx := t.Context()
@@ -84,7 +86,31 @@ func TestRegistryPodDeletedDuringABuild(t *testing.T) {
 	assert.Contains(t, c.Message, "unreachable", "the message names the cause")
 	t.Logf("BuildReady=False %s: %s", c.Reason, c.Message)
 
+	// The retry runs once the registry is back, not after the failure's
+	// backoff (the controller's APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION).
+	backoff, err := time.ParseDuration(envOf(f.controllerPod().Spec.Containers[0])["APP_FUNCTION_GIT_FETCH_REQUEUE_DURATION"])
+	require.NoError(t, err, "the controller's failure backoff")
 	require.NoError(t, f.c.Delete(ctx, quota))
+	// The ReplicaSet controller tries again a Pod the quota refused after a
+	// backoff that doubles with each refusal (by now about as long as the
+	// quota stood); a change of the ReplicaSet makes it try at once, as a
+	// registry Pod deleted without a quota comes back at once.
+	var sets appsv1.ReplicaSetList
+	require.NoError(t, f.c.List(ctx, &sets, client.InNamespace(ns), client.MatchingLabels(registryLabels)))
+	for i := range sets.Items {
+		if ptr.Deref(sets.Items[i].Spec.Replicas, 0) > 0 {
+			poke := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.serverless.kyma-project.io/quota-gone":%q}}}`, time.Now().Format(time.RFC3339Nano))
+			require.NoError(t, f.c.Patch(ctx, &sets.Items[i], client.RawPatch(types.MergePatchType, []byte(poke))))
+		}
+	}
+	framework.WaitFor(t, 4*time.Minute, "the build Job of the retry", func(context.Context) (bool, string, error) {
+		n := f.jobs.count(fnNS, "fn")
+		return n > builds+1, fmt.Sprintf("%d build Jobs, %d before the change", n, builds), nil
+	}, f.dumpsFor(fnNS, "fn")...)
+	retried := time.Now()
+	assert.Less(t, retried.Sub(c.LastTransitionTime.Time), backoff,
+		"the retry starts when the registry is back, before the backoff of %s after the failure at %s ends", backoff, c.LastTransitionTime.Format(time.TimeOnly))
+	t.Logf("the retry's Job %s after the failure", retried.Sub(c.LastTransitionTime.Time).Round(100*time.Millisecond))
 	f.waitFunction(fnNS, "fn", "to run the retried build", 4*time.Minute, func(fn *v1alpha2.Function) bool {
 		return isRunning(fn) && fn.Status.BuiltImage != v1.Status.BuiltImage
 	})

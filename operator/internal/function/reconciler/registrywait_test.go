@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,4 +153,70 @@ func TestModuleSliceFunctions(t *testing.T) {
 	assert.Equal(t, []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(stz)}},
 		f.r.moduleSliceFunctions(ctx, activator), "the scale-to-zero Functions")
 	assert.Empty(t, f.r.moduleSliceFunctions(ctx, serviceSlice(f.r.cfg.BaseNamespace, module.RegistryAgentServiceName, nil)))
+}
+
+// A build that failed while the internal registry was away runs again as
+// soon as the registry is ready again (its EndpointSlice changed by a Pod
+// that became ready after the failure), not after the backoff; a registry
+// ready since before the failure, still away, or external leaves the
+// backoff as it is.
+func TestFailedBuildRunsAgainWhenTheRegistryIsBack(t *testing.T) {
+	base := testConfig(t).BaseNamespace
+	stamped := func(ready bool, changed time.Duration, failedAt time.Time) *discoveryv1.EndpointSlice {
+		s := serviceSlice(base, module.RegistryServiceName, ptr.To(ready))
+		s.Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: failedAt.Add(changed).UTC().Format(time.RFC3339Nano)}
+		return s
+	}
+	tests := []struct {
+		name     string
+		internal bool
+		ready    bool          // the registry's endpoint after the failure
+		changed  time.Duration // its slice's last change, from the failure
+		wantNow  bool
+	}{
+		{name: "back after the failure", internal: true, ready: true, changed: 3 * time.Second, wantNow: true},
+		{name: "ready since before the failure", internal: true, ready: true, changed: -time.Minute},
+		{name: "still away", internal: true, ready: false, changed: 3 * time.Second},
+		{name: "external registry", internal: false, ready: true, changed: 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := prerequisites(testNS)
+			if tt.internal {
+				objs = internalRegistry(objs)
+			}
+			slice := serviceSlice(base, module.RegistryServiceName, ptr.To(true))
+			f := newFixture(t, append(objs, newFunction("hello"), slice)...)
+			f.reconcile(t, "hello")
+			jobs := f.jobs(t)
+			require.Len(t, jobs, 1)
+			f.finishJob(t, &jobs[0], batchv1.JobFailed, "BackoffLimitExceeded")
+			failed := f.jobs(t)[0].Status.Conditions[0].LastTransitionTime.Time // as stored: whole seconds
+
+			after := stamped(tt.ready, tt.changed, failed)
+			slice.Endpoints, slice.Annotations = after.Endpoints, after.Annotations
+			require.NoError(t, f.client.Update(context.Background(), slice))
+			f.now = f.now.Add(5 * time.Second)
+			requeue := f.reconcile(t, "hello")
+			key := types.NamespacedName{Namespace: testNS, Name: "hello"}
+			if tt.wantNow {
+				got := f.jobs(t)
+				require.Len(t, got, 1, "the failed Job is replaced by a new one")
+				assert.NotEqual(t, jobs[0].Name, got[0].Name, "a new build runs")
+				assert.Empty(t, f.r.registryWaits.take(), "nothing waits for the registry")
+				return
+			}
+			got := f.jobs(t)
+			require.Len(t, got, 1)
+			assert.Equal(t, jobs[0].Name, got[0].Name, "the failed Job stays until its backoff ends")
+			assertCondition(t, f.function(t, "hello"), v1alpha2.ConditionBuildReady, corev1.ConditionFalse, v1alpha2.ReasonJobFailed)
+			assert.Greater(t, requeue, time.Duration(0), "retried after the backoff")
+			assert.LessOrEqual(t, requeue, testConfig(t).GitFetchRequeueDuration, "retried after the backoff")
+			if tt.internal {
+				assert.Equal(t, []types.NamespacedName{key}, f.r.registryWaits.take(), "the registry's next change looks again")
+			} else {
+				assert.Empty(t, f.r.registryWaits.take(), "an external registry is not watched")
+			}
+		})
+	}
 }

@@ -116,10 +116,14 @@ func jobFailure(c *batchv1.JobCondition) string {
 // retry decides whether a failed build (any Job failure reason; 1.8.4 saw
 // only BackoffLimitExceeded) runs again now: after the backoff (wait, > 0,
 // until then), or at once when the Function changed since the Job was
-// created (wait 0). A retry deletes the Job.
+// created or the internal registry became ready again after the failure
+// (wait 0). A retry deletes the Job.
 func (r *Reconciler) retry(ctx context.Context, p *pass, jobs buildJobs) (wait time.Duration, err error) {
 	if wait = retryIn(jobs.current, jobs.failed, p.fn, r.retries.delay(p.key, r.cfg.GitFetchRequeueDuration), p.now.Time); wait > 0 {
-		return wait, nil
+		back, err := r.registryBackAfter(ctx, p, failedAt(jobs.current, jobs.failed))
+		if err != nil || !back {
+			return wait, err
+		}
 	}
 	r.retries.retried(p.key)
 	return 0, r.remove(ctx, jobs.current)
@@ -133,11 +137,16 @@ func retryIn(job *batchv1.Job, failed *batchv1.JobCondition, fn *v1alpha2.Functi
 		!maps.Equal(job.Labels, resources.FunctionLabels(fn)) {
 		return 0
 	}
-	at := failed.LastTransitionTime.Time
-	if at.IsZero() {
-		at = job.CreationTimestamp.Time
+	return max(0, failedAt(job, failed).Add(delay).Sub(now))
+}
+
+// failedAt is when the Job failed: its Failed condition's transition, or
+// its creation when the condition has no time.
+func failedAt(job *batchv1.Job, failed *batchv1.JobCondition) time.Time {
+	if at := failed.LastTransitionTime.Time; !at.IsZero() {
+		return at
 	}
-	return max(0, at.Add(delay).Sub(now))
+	return job.CreationTimestamp.Time
 }
 
 // AnnotationGeneration on a build Job (newBuildJob) records the Function

@@ -42,9 +42,33 @@ func (r *Reconciler) registryNotReady(ctx context.Context, p *pass) (*cause, err
 		fmt.Sprintf("waiting for the internal registry %s/%s to have a ready endpoint", r.cfg.BaseNamespace, module.RegistryServiceName)}, nil
 }
 
+// registryBackAfter reports whether the internal registry became ready
+// again after t, when a build failed: a build that failed because the
+// registry was away (its Pod deleted, restarted, not placed) runs again as
+// soon as the registry is back, instead of after its backoff. Until then
+// the Function is among the registry's waiters, so that the registry's
+// return wakes it. An external registry, or one ready all along, says no:
+// the backoff stands.
+func (r *Reconciler) registryBackAfter(ctx context.Context, p *pass, t time.Time) (bool, error) {
+	if !p.in.Registry.Internal {
+		return false, nil
+	}
+	r.registryWaits.add(p.key)
+	found, err := r.moduleServiceSlices(ctx, module.RegistryServiceName)
+	if err != nil {
+		return false, err
+	}
+	if !resources.ReadyAgainAfter(module.RegistryServiceName, found, t) {
+		return false, nil
+	}
+	r.registryWaits.remove(p.key)
+	return true, nil
+}
+
 // registryWaiters are the Functions whose build waits for the internal
-// registry. A change of the registry's EndpointSlices takes them all: each
-// pass adds its Function again while the wait lasts.
+// registry, to start or to be retried. A change of the registry's
+// EndpointSlices takes them all: each pass adds its Function again while
+// the wait lasts.
 type registryWaiters struct {
 	mu   sync.Mutex
 	keys map[types.NamespacedName]struct{}

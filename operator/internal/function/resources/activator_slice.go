@@ -3,6 +3,7 @@ package resources
 import (
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -149,16 +150,27 @@ const MirroredSliceManager = "endpointslicemirroring-controller.k8s.io"
 // (not ours) show a ready endpoint: a ready Pod serves it (a Function's,
 // the internal registry's).
 func ServiceHasReadyEndpoint(service string, all []discoveryv1.EndpointSlice) bool {
-	for i := range all {
-		s := &all[i]
-		if IsActivatorSlice(s) || s.Labels[discoveryv1.LabelServiceName] != service {
-			continue
-		}
-		if slices.ContainsFunc(s.Endpoints, func(ep discoveryv1.Endpoint) bool { return len(ep.Addresses) > 0 && endpointReady(ep) }) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(all, func(s discoveryv1.EndpointSlice) bool { return servesReady(&s, service) })
+}
+
+// ReadyAgainAfter reports whether such a slice with a ready endpoint was
+// last changed by a Pod whose readiness changed after t. The EndpointSlice
+// controller stamps each slice it changes with that time
+// (corev1.EndpointsLastChangeTriggerTime: the Ready condition's transition
+// time of the Pods that changed it); a slice without the stamp says
+// nothing.
+func ReadyAgainAfter(service string, all []discoveryv1.EndpointSlice, t time.Time) bool {
+	return slices.ContainsFunc(all, func(s discoveryv1.EndpointSlice) bool {
+		changed, err := time.Parse(time.RFC3339Nano, s.Annotations[corev1.EndpointsLastChangeTriggerTime])
+		return servesReady(&s, service) && err == nil && changed.After(t)
+	})
+}
+
+// servesReady reports whether s is a slice of service made by the
+// cluster's EndpointSlice controller with a ready endpoint.
+func servesReady(s *discoveryv1.EndpointSlice, service string) bool {
+	return !IsActivatorSlice(s) && s.Labels[discoveryv1.LabelServiceName] == service &&
+		slices.ContainsFunc(s.Endpoints, func(ep discoveryv1.Endpoint) bool { return len(ep.Addresses) > 0 && endpointReady(ep) })
 }
 
 // UpdateActivatorSlice returns live with desired's labels, ports, address

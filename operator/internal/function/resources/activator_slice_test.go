@@ -2,9 +2,11 @@ package resources
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,6 +159,40 @@ func TestServiceHasReadyEndpoint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, ServiceHasReadyEndpoint("hello", tt.slices)) })
+	}
+}
+
+func TestReadyAgainAfter(t *testing.T) {
+	failed := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	own := func(service, changed string, eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice {
+		s := activatorSlice(discoveryv1.AddressTypeIPv4, eps...)
+		s.Labels = map[string]string{discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: ClusterSliceManager}
+		if changed != "" {
+			s.Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: changed}
+		}
+		return s
+	}
+	after, before := "2026-11-29T12:00:04Z", "2026-11-29T11:59:58.5Z"
+	ours := *ActivatorSlice(stzFunction(ptr.To[int32](0)), 20000, "", []discoveryv1.Endpoint{endpoint("10.0.0.1", nil)})
+	ours.Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: after}
+	tests := []struct {
+		name   string
+		slices []discoveryv1.EndpointSlice
+		want   bool
+	}{
+		{"none", nil, false},
+		{"ready since after the failure", []discoveryv1.EndpointSlice{own("hello", after, endpoint("10.1.0.1", nil))}, true},
+		{"ready since before it", []discoveryv1.EndpointSlice{own("hello", before, endpoint("10.1.0.1", nil))}, false},
+		{"changed at the same instant", []discoveryv1.EndpointSlice{own("hello", failed.Format(time.RFC3339Nano), endpoint("10.1.0.1", nil))}, false},
+		{"changed after it, not ready", []discoveryv1.EndpointSlice{own("hello", after, endpoint("10.1.0.1", ptr.To(false)))}, false},
+		{"no stamp", []discoveryv1.EndpointSlice{own("hello", "", endpoint("10.1.0.1", nil))}, false},
+		{"a stamp that is no time", []discoveryv1.EndpointSlice{own("hello", "yesterday", endpoint("10.1.0.1", nil))}, false},
+		{"ours does not count", []discoveryv1.EndpointSlice{ours}, false},
+		{"another Service's", []discoveryv1.EndpointSlice{own("other", after, endpoint("10.1.0.1", nil))}, false},
+		{"one of two slices", []discoveryv1.EndpointSlice{own("hello", before, endpoint("10.1.0.1", nil)), own("hello", after, endpoint("10.1.0.2", nil))}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, ReadyAgainAfter("hello", tt.slices, failed)) })
 	}
 }
 
