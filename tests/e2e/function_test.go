@@ -14,7 +14,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -568,12 +568,22 @@ type jobLog struct {
 	t    testing.TB
 	c    client.Client
 	mu   sync.Mutex
-	seen map[string]map[types.UID]string // ns/function → uid → Job name
+	seen map[string]map[types.UID]*seenJob // ns/function → uid → what the watch saw of it
 	err  error
 }
 
+// seenJob is what the watch saw of a build Job, for a failure message.
+type seenJob struct {
+	name, destination, state string
+	created                  time.Time
+}
+
+func (j *seenJob) String() string {
+	return fmt.Sprintf("%s (created %s, %s, %s)", j.name, j.created.Format(time.TimeOnly), j.destination, j.state)
+}
+
 func watchJobs(t *testing.T, c client.WithWatch) *jobLog {
-	l := &jobLog{t: t, c: c, seen: map[string]map[types.UID]string{}}
+	l := &jobLog{t: t, c: c, seen: map[string]map[types.UID]*seenJob{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -591,22 +601,46 @@ func watchJobs(t *testing.T, c client.WithWatch) *jobLog {
 				continue
 			}
 			for ev := range w.ResultChan() {
-				job, ok := ev.Object.(*batchv1.Job)
-				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
-					continue
+				if job, ok := ev.Object.(*batchv1.Job); ok {
+					l.record(job, ev.Type)
 				}
-				key := job.Namespace + "/" + job.Labels[v1alpha2.LabelFunctionName]
-				l.mu.Lock()
-				if l.seen[key] == nil {
-					l.seen[key] = map[types.UID]string{}
-				}
-				l.seen[key][job.UID] = job.Name
-				l.mu.Unlock()
 			}
 			w.Stop()
 		}
 	}()
 	return l
+}
+
+func (l *jobLog) record(job *batchv1.Job, event watch.EventType) {
+	key := job.Namespace + "/" + job.Labels[v1alpha2.LabelFunctionName]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[key] == nil {
+		l.seen[key] = map[types.UID]*seenJob{}
+	}
+	j := l.seen[key][job.UID]
+	if j == nil {
+		if event != watch.Added && event != watch.Modified {
+			return
+		}
+		j = &seenJob{name: job.Name, created: job.CreationTimestamp.Time, state: "running"}
+		for _, c := range job.Spec.Template.Spec.Containers {
+			for _, a := range c.Args {
+				if d, ok := strings.CutPrefix(a, "--destination="); ok {
+					j.destination = d
+				}
+			}
+		}
+		l.seen[key][job.UID] = j
+	}
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			j.state = string(c.Type) + " " + c.LastTransitionTime.Format(time.TimeOnly) + " " + c.Reason
+		}
+	}
+	if event == watch.Deleted {
+		j.state += ", deleted " + time.Now().Format(time.TimeOnly)
+	}
 }
 
 // count is how many build Jobs the Function has had, at least every one
@@ -647,14 +681,20 @@ func (l *jobLog) watched(ns, name string) int {
 	return len(l.seen[ns+"/"+name])
 }
 
+// names describes the Function's build Jobs as the watch saw them,
+// oldest first.
 func (l *jobLog) names(ns, name string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []string
-	for _, n := range l.seen[ns+"/"+name] {
-		out = append(out, n)
+	var jobs []*seenJob
+	for _, j := range l.seen[ns+"/"+name] {
+		jobs = append(jobs, j)
 	}
-	sort.Strings(out)
+	slices.SortFunc(jobs, func(a, b *seenJob) int { return a.created.Compare(b.created) })
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.String())
+	}
 	if l.err != nil {
 		out = append(out, "(watch error: "+l.err.Error()+")")
 	}

@@ -25,7 +25,7 @@ import (
 // controller's work run alone, each with its own install.
 func TestFunctionsSideBySide(t *testing.T) {
 	f := startFunctionController(t)
-	switchNS := f.createSwitchFunctions()
+	switchFx := f.createSwitchFunctions()
 	tutorials, alone := tutorialTests(f)
 	// Longest first (about 80 seconds down to ten, as they took side by
 	// side in a run of make test), so that no long one starts last and runs
@@ -50,7 +50,7 @@ func TestFunctionsSideBySide(t *testing.T) {
 		"01-95-manage-functions-with-kyma-cli.md", "FailingDependencyInstallKeepsThePreviousVersion",
 		"ReplicaThatCannotBePlacedSaysWhy", "01-93-override-runtime-image.md")...)
 	// Leaves the module as the sample has it, and deletes its Functions.
-	t.Run("SwitchFunctionMode", func(t *testing.T) { testSwitchFunctionMode(t, f.in(t), switchNS) })
+	t.Run("SwitchFunctionMode", func(t *testing.T) { testSwitchFunctionMode(t, f.in(t), switchFx) })
 	// Fills the node with Functions and builds: alone, before the
 	// tutorials' CR changes.
 	t.Run("ManyFunctionsAtOnce", func(t *testing.T) { testManyFunctionsAtOnce(t, f.in(t)) })

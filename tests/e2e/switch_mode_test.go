@@ -52,10 +52,8 @@ func (f *fnEnv) revision(ns, name string) revision {
 	return revision{UID: d.UID, Revision: n}
 }
 
-// switchMode changes the CR (its functionMode and what change sets), waits
-// for it to be Ready in that mode and for the controller's Pod of the
-// Deployment's new template: the controller reads its mode at start, and
-// its rollout is what starts it again.
+// switchMode changes the CR (its functionMode and what change sets) and
+// waits as inMode does.
 func (f *fnEnv) switchMode(mode string, change func(cr *v1alpha1.Serverless)) {
 	f.t.Helper()
 	f.update("default", func(cr *v1alpha1.Serverless) {
@@ -64,6 +62,14 @@ func (f *fnEnv) switchMode(mode string, change func(cr *v1alpha1.Serverless)) {
 			change(cr)
 		}
 	})
+	f.inMode(mode)
+}
+
+// inMode waits for the CR to be Ready in mode and for the controller's Pod
+// of the Deployment's new template: the controller reads its mode at start,
+// and its rollout is what starts it again.
+func (f *fnEnv) inMode(mode string) {
+	f.t.Helper()
 	f.waitFor("default", "Ready in "+mode+" mode", 3*time.Minute, func(cr *v1alpha1.Serverless) bool {
 		return cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation && cr.Status.FunctionMode == mode
 	})
@@ -88,11 +94,17 @@ const (
 	dependencyAnswer = "is-number: true false"
 )
 
-// createSwitchFunctions creates the Functions of testSwitchFunctionMode in
-// a namespace of its own, which it returns: TestFunctionsSideBySide creates
-// them before its side-by-side tests, so that they are built by the time
-// the switches begin.
-func (f *fnEnv) createSwitchFunctions() string {
+// switchFixture is what testSwitchFunctionMode switches: two Functions in
+// fnNS, and the Function of the modes tutorial created in build mode in
+// tutorialNS. TestFunctionsSideBySide creates them before its side-by-side
+// tests (createSwitchFunctions), so that they are built by the time the
+// switches begin.
+type switchFixture struct {
+	fnNS, tutorialNS string
+	tutorial         *modesTutorial
+}
+
+func (f *fnEnv) createSwitchFunctions() switchFixture {
 	f.t.Helper()
 	ctx := f.t.Context()
 	fnNS := f.cluster.Namespace(f.t, "switch-mode")
@@ -101,20 +113,26 @@ func (f *fnEnv) createSwitchFunctions() string {
 	node.Spec.Source.Inline.Dependencies = `{"name": "node", "version": "1.0.0", "dependencies": {"is-number": "7.0.0"}}`
 	require.NoError(f.t, f.fcs.Create(ctx, node))
 	require.NoError(f.t, f.fcs.Create(ctx, inline(fnNS, "py", v1alpha2.RuntimePython312, "hello from py")))
-	return fnNS
+	tutorial := f.modesTutorial()
+	return switchFixture{fnNS: fnNS, tutorialNS: tutorial.create(f.t, v1alpha1.FunctionModeBuild), tutorial: tutorial}
 }
 
 // Switching a live cluster between build and buildless mode rolls each
-// Function (createSwitchFunctions, in fnNS) exactly once, the old Pods
-// serving until the new ones are ready; the internal registry stays until
-// the CR turns it off. The module starts in build mode and is left so,
-// with the internal registry; fnNS is deleted at the end, so that its
-// Functions do not follow the later changes of the CR.
-func testSwitchFunctionMode(t *testing.T, f *fnEnv, fnNS string) {
-	ctx := t.Context()
+// Function exactly once per switch, the old Pods serving until the new ones
+// are ready; switching to build mode builds each Function once; the
+// internal registry stays until the CR turns it off, and turning it off
+// touches no Function. The module starts in build mode and goes build →
+// buildless → build → buildless (the modes tutorial's commands, its two
+// Functions checked after each switch), the registry off, then build mode
+// with the registry on in one edit of the CR; so it is left as it was. The
+// Functions' namespaces are deleted at the end, so that they do not follow
+// the later changes of the CR.
+func testSwitchFunctionMode(t *testing.T, f *fnEnv, fx switchFixture) {
+	fnNS, tutorial := fx.fnNS, fx.tutorial
 	t.Cleanup(func() {
 		if !t.Failed() || os.Getenv("E2E_KEEP_CLUSTER") != "1" {
 			_ = f.cluster.DeleteNamespace(context.Background(), fnNS)
+			_ = f.cluster.DeleteNamespace(context.Background(), fx.tutorialNS)
 		}
 		if t.Failed() {
 			// What follows on the install expects the sample's build mode
@@ -130,52 +148,41 @@ func testSwitchFunctionMode(t *testing.T, f *fnEnv, fnNS string) {
 			})
 		}
 	})
-	names := []string{"node", "py"}
-	answers := map[string]string{"node": dependencyAnswer, "py": "hello from py"}
-	built := map[string]revision{}
-	for _, name := range names {
+	sw := &switches{f: f, fnNS: fnNS, names: []string{"node", "py"},
+		answers: map[string]string{"node": dependencyAnswer, "py": "hello from py"}, revisions: map[string]revision{}}
+	for _, name := range sw.names {
 		f.waitRunning(fnNS, name)
-		built[name] = f.revision(fnNS, name)
+		sw.revisions[name] = f.revision(fnNS, name)
 	}
-	f.answerAll(fnNS, answers)
+	f.answerAll(fnNS, sw.answers)
+	sw.copies = f.baseCopies() // what build mode copies into fnNS
+	sw.waitCopies(true)
+	tutorial.answersIn(t, fx.tutorialNS, v1alpha1.FunctionModeBuild)
 
-	copies := f.baseCopies() // what build mode copies into fnNS
-	framework.WaitFor(t, 30*time.Second, "the copies of build mode in "+fnNS, func(ctx context.Context) (bool, string, error) {
-		_, missing, err := f.copiesIn(ctx, fnNS, copies)
-		return len(missing) == 0, fmt.Sprintf("missing: %v", missing), err
+	// build → buildless, as the tutorial's step 6 does it; then the
+	// tutorial's Function of buildless mode is created (its Pod starts
+	// while the others roll).
+	var fromBuildless string
+	sw.toBuildless(func() {
+		tutorial.switchTo(t, v1alpha1.FunctionModeBuildless)
+		fromBuildless = tutorial.create(t, v1alpha1.FunctionModeBuildless)
 	})
-
-	// build → buildless: one rollout each, to the runtime image. Watched
-	// from before the CR changes: the new controller rolls the Functions
-	// as soon as it starts, before the CR is Ready.
-	serving := f.watchAvailable(fnNS, names)
-	f.switchMode(v1alpha1.FunctionModeBuildless, nil)
-	for _, name := range names {
-		fn := f.waitFunction(fnNS, name, "to run buildless", 2*time.Minute, isRunningBuildless)
-		f.waitRolledOut(fnNS, name)
-		d := f.deployment(fnNS, name)
-		assert.Equal(t, fn.Status.RuntimeImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs the runtime image", name)
-		assert.Equal(t, revision{UID: built[name].UID, Revision: built[name].Revision + 1}, f.revision(fnNS, name), "%s rolled once, in place", name)
-		jobs, _, _, configMaps, err := f.children(ctx, fnNS, name)
-		require.NoError(t, err)
-		assert.Empty(t, jobs, "%s: build Jobs are gone", name)
-		assert.Empty(t, configMaps, "%s: source ConfigMaps are gone", name)
-	}
-	serving.requireAlwaysServed()
-	// Its Pod installed is-number when it started: nothing was built.
-	f.answerAll(fnNS, answers)
-	framework.WaitFor(t, 30*time.Second, "the copies of build mode to leave "+fnNS, func(ctx context.Context) (bool, string, error) {
-		present, _, err := f.copiesIn(ctx, fnNS, copies)
-		return len(present) == 0, fmt.Sprintf("present: %v", present), err
-	}, f.dumpsFor(fnNS, "node")...)
-	require.NoError(t, f.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}, &corev1.Service{}),
+	require.NoError(t, f.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: module.RegistryServiceName}, &corev1.Service{}),
 		"the internal registry stays until the CR turns it off")
+	tutorial.answersIn(t, fx.tutorialNS, v1alpha1.FunctionModeBuildless)
+	tutorial.answersIn(t, fromBuildless, v1alpha1.FunctionModeBuildless)
+
+	// buildless → build, the tutorial's step 8.
+	sw.toBuild(2, func() { tutorial.switchTo(t, v1alpha1.FunctionModeBuild) })
+	tutorial.answersIn(t, fx.tutorialNS, v1alpha1.FunctionModeBuild)
+	tutorial.answersIn(t, fromBuildless, v1alpha1.FunctionModeBuild)
+
+	// build → buildless again, the tutorial's step 6 for the Function it
+	// created in buildless mode.
+	sw.toBuildless(func() { tutorial.switchTo(t, v1alpha1.FunctionModeBuildless) })
+	tutorial.answersIn(t, fromBuildless, v1alpha1.FunctionModeBuildless)
 
 	// Turning the registry off touches no Function.
-	buildless := map[string]revision{}
-	for _, name := range names {
-		buildless[name] = f.revision(fnNS, name)
-	}
 	f.switchMode(v1alpha1.FunctionModeBuildless, func(cr *v1alpha1.Serverless) {
 		cr.Spec.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptr.To(false)}
 	})
@@ -183,34 +190,111 @@ func testSwitchFunctionMode(t *testing.T, f *fnEnv, fnNS string) {
 		err := f.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: registryName}, &appsv1.Deployment{})
 		return apierrors.IsNotFound(err), "still there", client.IgnoreNotFound(err)
 	})
-	f.waitReconciled(len(names))
+	f.waitReconciled(len(sw.names) + 2)
 	// A rollout would follow the registry's removal within moments.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && !t.Failed() {
-		for _, name := range names {
-			assert.Equal(t, buildless[name], f.revision(fnNS, name), "%s is not rolled by the registry's removal", name)
+		for _, name := range sw.names {
+			assert.Equal(t, sw.revisions[name], f.revision(fnNS, name), "%s is not rolled by the registry's removal", name)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	f.answerAll(fnNS, answers)
+	f.answerAll(fnNS, sw.answers)
 
-	// buildless → build: one build and one rollout each.
-	serving = f.watchAvailable(fnNS, names)
-	f.switchMode(v1alpha1.FunctionModeBuild, func(cr *v1alpha1.Serverless) {
-		cr.Spec.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}
+	// buildless → build with the registry on, in one edit of the CR.
+	sw.toBuild(3, func() {
+		f.switchMode(v1alpha1.FunctionModeBuild, func(cr *v1alpha1.Serverless) {
+			cr.Spec.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}
+		})
 	})
-	for _, name := range names {
-		fn := f.waitRunning(fnNS, name)
-		f.waitRolledOut(fnNS, name)
-		d := f.deployment(fnNS, name)
-		assert.Equal(t, fn.Status.BuiltImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
-		assert.NotEqual(t, fn.Status.RuntimeImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
-		assert.Equal(t, revision{UID: built[name].UID, Revision: buildless[name].Revision + 1}, f.revision(fnNS, name), "%s rolled once, in place", name)
-		assert.Equal(t, 2, f.jobs.count(fnNS, name), "%s: one build before the switches, one after", name)
+}
+
+// switches are the Functions of testSwitchFunctionMode in fnNS, what they
+// answer in either mode, their Deployments' revisions after the last
+// switch, and the objects build mode copies into fnNS.
+type switches struct {
+	f         *fnEnv
+	fnNS      string
+	names     []string
+	answers   map[string]string
+	revisions map[string]revision
+	copies    []client.Object
+}
+
+// toBuildless switches (with do, which returns once the module runs in
+// buildless mode) and checks the Functions: each rolled once, in place, to
+// the runtime image, served throughout; its build Jobs and source
+// ConfigMaps gone, and build mode's copies gone from fnNS. The node
+// Function answers with the npm dependency its Pod installed at start:
+// nothing was built.
+func (sw *switches) toBuildless(do func()) {
+	f, t := sw.f, sw.f.t
+	t.Helper()
+	serving := f.watchAvailable(sw.fnNS, sw.names)
+	do()
+	f.inMode(v1alpha1.FunctionModeBuildless)
+	for _, name := range sw.names {
+		fn := f.waitFunction(sw.fnNS, name, "to run buildless", 2*time.Minute, isRunningBuildless)
+		f.waitRolledOut(sw.fnNS, name)
+		d := f.deployment(sw.fnNS, name)
+		assert.Equal(t, fn.Status.RuntimeImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs the runtime image", name)
+		sw.rolledOnce(name)
+		jobs, _, _, configMaps, err := f.children(t.Context(), sw.fnNS, name)
+		require.NoError(t, err)
+		assert.Empty(t, jobs, "%s: build Jobs are gone", name)
+		assert.Empty(t, configMaps, "%s: source ConfigMaps are gone", name)
 	}
 	serving.requireAlwaysServed()
-	// The build Job installed is-number into the image.
-	f.answerAll(fnNS, answers)
+	f.answerAll(sw.fnNS, sw.answers)
+	sw.waitCopies(false)
+}
+
+// toBuild switches (with do, which returns once the module runs in build
+// mode) and checks the Functions: each built once more (builds in all),
+// rolled once, in place, to its built image, served throughout; build
+// mode's copies back in fnNS. The node Function answers with the npm
+// dependency the build Job installed into the image.
+func (sw *switches) toBuild(builds int, do func()) {
+	f, t := sw.f, sw.f.t
+	t.Helper()
+	serving := f.watchAvailable(sw.fnNS, sw.names)
+	do()
+	f.inMode(v1alpha1.FunctionModeBuild)
+	for _, name := range sw.names {
+		fn := f.waitRunning(sw.fnNS, name)
+		f.waitRolledOut(sw.fnNS, name)
+		d := f.deployment(sw.fnNS, name)
+		assert.Equal(t, fn.Status.BuiltImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
+		assert.NotEqual(t, fn.Status.RuntimeImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
+		sw.rolledOnce(name)
+		assert.Equal(t, builds, f.jobs.count(sw.fnNS, name), "%s: one build before the switches, one per switch to build mode: %v", name, f.jobs.names(sw.fnNS, name))
+	}
+	serving.requireAlwaysServed()
+	f.answerAll(sw.fnNS, sw.answers)
+	sw.waitCopies(true)
+}
+
+// rolledOnce checks that the Function's Deployment is the same one, one
+// revision on since the last switch, and records that revision.
+func (sw *switches) rolledOnce(name string) {
+	sw.f.t.Helper()
+	was, now := sw.revisions[name], sw.f.revision(sw.fnNS, name)
+	assert.Equal(sw.f.t, revision{UID: was.UID, Revision: was.Revision + 1}, now, "%s rolled once, in place", name)
+	sw.revisions[name] = now
+}
+
+// waitCopies waits until all of build mode's copies are in fnNS (present)
+// or none is.
+func (sw *switches) waitCopies(present bool) {
+	sw.f.t.Helper()
+	what := map[bool]string{true: "the copies of build mode in ", false: "the copies of build mode to leave "}[present]
+	framework.WaitFor(sw.f.t, 30*time.Second, what+sw.fnNS, func(ctx context.Context) (bool, string, error) {
+		there, missing, err := sw.f.copiesIn(ctx, sw.fnNS, sw.copies)
+		if present {
+			return len(missing) == 0, fmt.Sprintf("missing: %v", missing), err
+		}
+		return len(there) == 0, fmt.Sprintf("present: %v", there), err
+	}, sw.f.dumpsFor(sw.fnNS, "node")...)
 }
 
 // answerAll waits until every Function answers over its Service with what

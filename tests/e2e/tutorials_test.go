@@ -88,7 +88,6 @@ func tutorialTests(f *fnEnv) (sideBySide, alone []subtest) {
 		follow("01-30-use-private-npm-registry.md", tu.privateNPMRegistry),
 	}
 	alone = []subtest{
-		follow("01-60-switch-function-mode.md", tu.switchMode),
 		follow("01-70-use-external-registry.md", tu.externalRegistry),
 		follow("01-91-send-events.md", tu.sendEvents),
 	}
@@ -622,54 +621,60 @@ func (tu *tutorials) events(t *testing.T, p docs.Page) {
 }
 
 // switchMode follows the page from either mode the module may start in.
-func (tu *tutorials) switchMode(t *testing.T, p docs.Page) {
-	t.Run("from build mode", func(t *testing.T) { tu.switchModesFrom(t, p, v1alpha1.FunctionModeBuild) })
-	t.Run("from buildless mode", func(t *testing.T) { tu.switchModesFrom(t, p, v1alpha1.FunctionModeBuildless) })
+// modesPage is the tutorial on switching Function modes. It has no
+// switches of its own: testSwitchFunctionMode follows it on its switches
+// (modesTutorial), so that the module changes mode as few times as the two
+// need together.
+const modesPage = "01-60-switch-function-mode.md"
+
+// modesTutorial follows modesPage on switches testSwitchFunctionMode makes
+// with the page's commands: the page's Function created in build mode
+// answers in build, buildless and build mode again, and one created in
+// buildless mode (as step 2 says, steps 3 to 5, 8, 7 and 6) in buildless,
+// build and buildless mode again.
+type modesTutorial struct {
+	tu *tutorials
+	p  docs.Page
 }
 
-// switchModesFrom follows the page with the module in mode start: steps 3
-// to 8 from build mode; from buildless mode, as step 2 says, steps 3 to 5,
-// 8, 7 and 6. Either way the Function answers in the first mode, in the
-// other and in the first again; the module is left in build mode.
-func (tu *tutorials) switchModesFrom(t *testing.T, p docs.Page, start string) {
-	f := tu.f.in(t)
-	ns := tu.namespace(t, "tut-modes")
-	other := map[string]string{v1alpha1.FunctionModeBuild: v1alpha1.FunctionModeBuildless, v1alpha1.FunctionModeBuildless: v1alpha1.FunctionModeBuild}[start]
-	t.Cleanup(func() {
-		_, _ = tu.run(t, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"build"}}'`)
-	})
-	if start == v1alpha1.FunctionModeBuildless {
-		says(t, p, "If it prints `buildless`")
-		_, err := tu.run(t, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"buildless"}}'`)
-		require.NoError(t, err)
-		f.waitFor("default", "the module to start in buildless mode", 5*time.Minute, func(cr *v1alpha1.Serverless) bool {
-			return cr.Status.FunctionMode == start && cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation
-		})
-	}
-	assert.Equal(t, start, tu.sh(t, p, ns, `kubectl get serverless default -n kyma-system -o jsonpath='{.status.functionMode}'`))
-	tu.apply(t, ns, objects(t, p, ns)...)
-	tu.runsIn(t, ns, start)
-	says(t, p, "`curl http://localhost:8080/`")
-	tu.answers(t, p, ns, "hello-modes", "/", "Hello in any mode!")
+func (f *fnEnv) modesTutorial() *modesTutorial {
+	f.t.Helper()
+	p, err := docs.Read(docs.Tutorials + "/" + modesPage)
+	require.NoError(f.t, err)
+	return &modesTutorial{tu: &tutorials{f: f}, p: p}
+}
 
-	for _, mode := range []string{other, start} {
-		tu.sh(t, p, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"`+mode+`"}}'`)
-		tu.sh(t, p, ns, `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.functionMode}'=`+mode+` --timeout=5m`)
-		if mode == v1alpha1.FunctionModeBuildless {
-			tu.sh(t, p, ns, `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.state}'=Ready`)
-		}
-		f.waitState("default", v1alpha1.StateReady)
-		tu.runsIn(t, ns, mode)
-		tu.answers(t, p, ns, "hello-modes", "/", "Hello in any mode!")
+// create does steps 2 and 3 in a new namespace, which it returns, with the
+// module in mode; the Function is not waited for.
+func (m *modesTutorial) create(t *testing.T, mode string) string {
+	t.Helper()
+	ns := m.tu.f.cluster.Namespace(t, "tut-modes-"+mode)
+	if mode == v1alpha1.FunctionModeBuildless {
+		says(t, m.p, "If it prints `buildless`")
 	}
-	if start != v1alpha1.FunctionModeBuild {
-		// What follows expects build mode, as the module was before.
-		_, err := tu.run(t, ns, `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"build"}}'`)
-		require.NoError(t, err)
-		f.waitFor("default", "the module back in build mode", 5*time.Minute, func(cr *v1alpha1.Serverless) bool {
-			return cr.Status.FunctionMode == v1alpha1.FunctionModeBuild && cr.Status.State == v1alpha1.StateReady && cr.Status.ObservedGeneration == cr.Generation
-		})
+	assert.Equal(t, mode, m.tu.sh(t, m.p, ns, `kubectl get serverless default -n kyma-system -o jsonpath='{.status.functionMode}'`))
+	m.tu.apply(t, ns, objects(t, m.p, ns)...)
+	return ns
+}
+
+// switchTo runs the page's commands that switch the module to mode: step 6
+// to buildless mode, step 8 to build mode.
+func (m *modesTutorial) switchTo(t *testing.T, mode string) {
+	t.Helper()
+	m.tu.sh(t, m.p, "", `kubectl patch serverless default -n kyma-system --type merge -p '{"spec":{"functionMode":"`+mode+`"}}'`)
+	m.tu.sh(t, m.p, "", `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.functionMode}'=`+mode+` --timeout=5m`)
+	if mode == v1alpha1.FunctionModeBuildless {
+		m.tu.sh(t, m.p, "", `kubectl wait serverless default -n kyma-system --for=jsonpath='{.status.state}'=Ready --timeout=5m`)
 	}
+}
+
+// answersIn waits until the page's Function in ns runs in mode (steps 4
+// and 6) and answers what the page says (steps 5 and 7).
+func (m *modesTutorial) answersIn(t *testing.T, ns, mode string) {
+	t.Helper()
+	m.tu.runsIn(t, ns, mode)
+	says(t, m.p, "`curl http://localhost:8080/`")
+	m.tu.answers(t, m.p, ns, "hello-modes", "/", "Hello in any mode!")
 }
 
 // runsIn waits until the tutorial's Function runs in mode: built and
