@@ -124,6 +124,12 @@ func TestExternalRegistryCleanupIsOptIn(t *testing.T) {
 	}
 	remove := func(n string) {
 		require.NoError(t, b.fcs.Delete(ctx, &v1alpha2.Function{ObjectMeta: metav1.ObjectMeta{Namespace: fnNS, Name: n}}))
+	}
+	// The garbage collector removes a deleted Function's Deployment within
+	// moments once its discovery, every 30 s, has found the Function CRD
+	// the install created: before, it waits (seen: 14 s for a deletion
+	// half a minute after the install).
+	gone := func(n string) {
 		framework.WaitFor(t, time.Minute, "the Deployment of "+n+" to be gone", func(ctx context.Context) (bool, string, error) {
 			_, ds, _, _, err := b.children(ctx, fnNS, n)
 			return len(ds) == 0, fmt.Sprintf("%d Deployments", len(ds)), err
@@ -138,9 +144,10 @@ func TestExternalRegistryCleanupIsOptIn(t *testing.T) {
 	kept := b.runningDigest(fnNS, "kept", "")
 	e1 := b.runningDigest(fnNS, "edited", "")
 	goneBefore := b.runningDigest(fnNS, "gone-before", "")
+	remove("gone-before") // its Deployment goes while edited builds
 	e2 := edit("edited", " again", e1)
 	e3 := edit("edited", " and again", e2)
-	remove("gone-before")
+	gone("gone-before")
 	before := contents()
 	require.Len(t, before[fnNS+"-edited"], 3, "three builds of edited: %v", before)
 	require.Len(t, before["serverless-dependencies"], 2, "one dependency layer and the runtime base's copy: %v", before)
@@ -178,6 +185,7 @@ func TestExternalRegistryCleanupIsOptIn(t *testing.T) {
 	create("gone-after")
 	b.runningDigest(fnNS, "gone-after", "")
 	remove("gone-after")
+	gone("gone-after")
 
 	want := map[string][]string{
 		fnNS + "-kept":   sortedDigests(kept),
