@@ -33,6 +33,13 @@ func StopWaiting(err error) error { return stopWaiting{err} }
 // timeout passes. The error says what was awaited, for how long, what was
 // observed last and appends the output of the dump functions.
 func Poll(ctx context.Context, timeout time.Duration, what string, cond Condition, dumps ...func() string) error {
+	_, err := poll(ctx, timeout, what, cond, dumps...)
+	return err
+}
+
+// poll is Poll that also returns the detail of the last check that was not
+// done ("" when the first was).
+func poll(ctx context.Context, timeout time.Duration, what string, cond Condition, dumps ...func() string) (waited string, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
@@ -50,31 +57,46 @@ func Poll(ctx context.Context, timeout time.Duration, what string, cond Conditio
 			detail = d
 		}
 		if err == nil && done {
-			return nil
+			return waited, nil
+		}
+		waited = d
+		if err != nil {
+			waited = err.Error()
 		}
 		lastErr = err
 		var stop stopWaiting
 		if errors.As(err, &stop) {
-			return failure(fmt.Sprintf("gave up waiting for %s after %s", what, since(start)), detail, stop.err, dumps)
+			return waited, failure(fmt.Sprintf("gave up waiting for %s after %s", what, since(start)), detail, stop.err, dumps)
 		}
 		select {
 		case <-ctx.Done():
-			return failure(fmt.Sprintf("timed out after %s waiting for %s (checked %d times)", since(start), what, attempts), detail, lastErr, dumps)
+			return waited, failure(fmt.Sprintf("timed out after %s waiting for %s (checked %d times)", since(start), what, attempts), detail, lastErr, dumps)
 		case <-time.After(PollInterval):
 		}
 	}
 }
 
 // WaitFor is Poll inside a test: it fails the test with Poll's message, and
-// logs how long the wait took when it succeeds.
+// logs how long the wait took when it succeeds (and, for a long one, what
+// it saw last while it waited).
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond Condition, dumps ...func() string) {
 	t.Helper()
 	start := time.Now()
-	if err := Poll(t.Context(), timeout, what, cond, dumps...); err != nil {
+	waited, err := poll(t.Context(), timeout, what, cond, dumps...)
+	if err != nil {
 		t.Fatal(err.Error())
 	}
-	t.Logf("%s after %s", what, since(start))
+	took := since(start)
+	if took < sayWhatWasAwaited || waited == "" {
+		t.Logf("%s after %s", what, took)
+		return
+	}
+	t.Logf("%s after %s (last seen before: %s)", what, took, waited)
 }
+
+// sayWhatWasAwaited: a wait that lasts longer logs what its last check
+// before the end saw, for a look at where a test's time goes.
+const sayWhatWasAwaited = 5 * time.Second
 
 func failure(headline, detail string, err error, dumps []func() string) error {
 	var b strings.Builder

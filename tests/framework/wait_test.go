@@ -20,6 +20,8 @@ func TestPoll(t *testing.T) {
 		// wantErr lists parts of the error message; none: Poll must succeed
 		wantErr  []string
 		attempts int // exact number of checks expected (0: do not check)
+		// waited is what the last check that was not done saw
+		waited string
 	}{
 		{
 			name:    "done after a few checks, errors on the way are tolerated",
@@ -28,6 +30,7 @@ func TestPoll(t *testing.T) {
 				return n == 3, fmt.Sprintf("attempt %d", n), map[bool]error{true: errors.New("not found")}[n == 1]
 			},
 			attempts: 3,
+			waited:   "attempt 2",
 		},
 		{
 			name:    "timeout reports what, the last observation, the last error and the dumps",
@@ -36,6 +39,7 @@ func TestPoll(t *testing.T) {
 				return false, fmt.Sprintf("%d/3 replicas available", min(n, 2)), errors.New("still rolling")
 			},
 			wantErr: []string{"timed out after", "waiting for web to become Available", "last observed: 2/3 replicas available", "last error: still rolling", "--- dumped state"},
+			waited:  "still rolling",
 		},
 		{
 			name:     "StopWaiting ends the wait at once",
@@ -43,12 +47,14 @@ func TestPoll(t *testing.T) {
 			cond:     func(int) (bool, string, error) { return false, "phase Failed", StopWaiting(errors.New("job failed")) },
 			wantErr:  []string{"gave up waiting for web to become Available", "last observed: phase Failed", "last error: job failed", "--- dumped state"},
 			attempts: 1,
+			waited:   "job failed",
 		},
 		{
 			name:     "done with an error is not done",
 			timeout:  5 * time.Second,
 			cond:     func(n int) (bool, string, error) { return true, "", map[bool]error{true: errors.New("flaky")}[n < 2] },
 			attempts: 2,
+			waited:   "flaky",
 		},
 	}
 	for _, tc := range tests {
@@ -56,7 +62,7 @@ func TestPoll(t *testing.T) {
 			t.Parallel()
 			attempts := 0
 			start := time.Now()
-			err := Poll(t.Context(), tc.timeout, "web to become Available", func(ctx context.Context) (bool, string, error) {
+			waited, err := poll(t.Context(), tc.timeout, "web to become Available", func(ctx context.Context) (bool, string, error) {
 				attempts++
 				_, hasDeadline := ctx.Deadline()
 				require.True(t, hasDeadline, "every check gets a deadline")
@@ -73,6 +79,7 @@ func TestPoll(t *testing.T) {
 			if tc.attempts > 0 {
 				require.Equal(t, tc.attempts, attempts)
 			}
+			require.Equal(t, tc.waited, waited, "what the wait saw last before it ended")
 			require.Less(t, time.Since(start), tc.timeout+time.Second, "Poll must respect its timeout")
 		})
 	}
