@@ -149,10 +149,11 @@ func testSwitchFunctionMode(t *testing.T, f *fnEnv, fx switchFixture) {
 		}
 	})
 	sw := &switches{f: f, fnNS: fnNS, names: []string{"node", "py"},
-		answers: map[string]string{"node": dependencyAnswer, "py": "hello from py"}, revisions: map[string]revision{}}
+		answers: map[string]string{"node": dependencyAnswer, "py": "hello from py"}, revisions: map[string]revision{}, builds: map[string]int{}}
 	for _, name := range sw.names {
 		f.waitRunning(fnNS, name)
 		sw.revisions[name] = f.revision(fnNS, name)
+		sw.builds[name] = f.jobs.count(fnNS, name)
 	}
 	f.answerAll(fnNS, sw.answers)
 	sw.copies = f.baseCopies() // what build mode copies into fnNS
@@ -173,7 +174,7 @@ func testSwitchFunctionMode(t *testing.T, f *fnEnv, fx switchFixture) {
 	tutorial.answersIn(t, fromBuildless, v1alpha1.FunctionModeBuildless)
 
 	// buildless → build, the tutorial's step 8.
-	sw.toBuild(2, func() { tutorial.switchTo(t, v1alpha1.FunctionModeBuild) })
+	sw.toBuild(func() { tutorial.switchTo(t, v1alpha1.FunctionModeBuild) })
 	tutorial.answersIn(t, fx.tutorialNS, v1alpha1.FunctionModeBuild)
 	tutorial.answersIn(t, fromBuildless, v1alpha1.FunctionModeBuild)
 
@@ -202,7 +203,7 @@ func testSwitchFunctionMode(t *testing.T, f *fnEnv, fx switchFixture) {
 	f.answerAll(fnNS, sw.answers)
 
 	// buildless → build with the registry on, in one edit of the CR.
-	sw.toBuild(3, func() {
+	sw.toBuild(func() {
 		f.switchMode(v1alpha1.FunctionModeBuild, func(cr *v1alpha1.Serverless) {
 			cr.Spec.DockerRegistry = &v1alpha1.DockerRegistry{EnableInternal: ptr.To(true)}
 		})
@@ -210,14 +211,15 @@ func testSwitchFunctionMode(t *testing.T, f *fnEnv, fx switchFixture) {
 }
 
 // switches are the Functions of testSwitchFunctionMode in fnNS, what they
-// answer in either mode, their Deployments' revisions after the last
-// switch, and the objects build mode copies into fnNS.
+// answer in either mode, their Deployments' revisions and build Jobs after
+// the last switch, and the objects build mode copies into fnNS.
 type switches struct {
 	f         *fnEnv
 	fnNS      string
 	names     []string
 	answers   map[string]string
 	revisions map[string]revision
+	builds    map[string]int
 	copies    []client.Object
 }
 
@@ -250,11 +252,11 @@ func (sw *switches) toBuildless(do func()) {
 }
 
 // toBuild switches (with do, which returns once the module runs in build
-// mode) and checks the Functions: each built once more (builds in all),
-// rolled once, in place, to its built image, served throughout; build
+// mode) and checks the Functions: each built once, rolled once, in place,
+// to its built image, served throughout; build
 // mode's copies back in fnNS. The node Function answers with the npm
 // dependency the build Job installed into the image.
-func (sw *switches) toBuild(builds int, do func()) {
+func (sw *switches) toBuild(do func()) {
 	f, t := sw.f, sw.f.t
 	t.Helper()
 	serving := f.watchAvailable(sw.fnNS, sw.names)
@@ -267,7 +269,9 @@ func (sw *switches) toBuild(builds int, do func()) {
 		assert.Equal(t, fn.Status.BuiltImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
 		assert.NotEqual(t, fn.Status.RuntimeImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
 		sw.rolledOnce(name)
-		assert.Equal(t, builds, f.jobs.count(sw.fnNS, name), "%s: one build before the switches, one per switch to build mode: %v", name, f.jobs.names(sw.fnNS, name))
+		builds := f.jobs.count(sw.fnNS, name)
+		assert.Equal(t, sw.builds[name]+1, builds, "%s: one build per switch to build mode: %v", name, f.jobs.names(sw.fnNS, name))
+		sw.builds[name] = builds
 	}
 	serving.requireAlwaysServed()
 	f.answerAll(sw.fnNS, sw.answers)
