@@ -224,18 +224,14 @@ type switches struct {
 }
 
 // toBuildless switches (with do, which returns once the module runs in
-// buildless mode) and checks the Functions: each rolled once, in place, to
-// the runtime image, served throughout; its build Jobs and source
-// ConfigMaps gone, and build mode's copies gone from fnNS. The node
-// Function answers with the npm dependency its Pod installed at start:
-// nothing was built.
+// buildless mode) and checks the Functions as switchTo does: each rolled
+// once, in place, to the runtime image; its build Jobs and source
+// ConfigMaps gone. The node Function answers with the npm dependency its
+// Pod installed at start: nothing was built.
 func (sw *switches) toBuildless(do func()) {
-	f, t := sw.f, sw.f.t
-	t.Helper()
-	serving := f.watchAvailable(sw.fnNS, sw.names)
-	do()
-	f.inMode(v1alpha1.FunctionModeBuildless)
-	for _, name := range sw.names {
+	sw.switchTo(v1alpha1.FunctionModeBuildless, do, func(name string) {
+		f, t := sw.f, sw.f.t
+		t.Helper()
 		fn := f.waitFunction(sw.fnNS, name, "to run buildless", 2*time.Minute, isRunningBuildless)
 		f.waitRolledOut(sw.fnNS, name)
 		d := f.deployment(sw.fnNS, name)
@@ -245,24 +241,17 @@ func (sw *switches) toBuildless(do func()) {
 		require.NoError(t, err)
 		assert.Empty(t, jobs, "%s: build Jobs are gone", name)
 		assert.Empty(t, configMaps, "%s: source ConfigMaps are gone", name)
-	}
-	serving.requireAlwaysServed()
-	f.answerAll(sw.fnNS, sw.answers)
-	sw.waitCopies(false)
+	})
 }
 
 // toBuild switches (with do, which returns once the module runs in build
-// mode) and checks the Functions: each built once, rolled once, in place,
-// to its built image, served throughout; build
-// mode's copies back in fnNS. The node Function answers with the npm
-// dependency the build Job installed into the image.
+// mode) and checks the Functions as switchTo does: each built once, rolled
+// once, in place, to its built image. The node Function answers with the
+// npm dependency the build Job installed into the image.
 func (sw *switches) toBuild(do func()) {
-	f, t := sw.f, sw.f.t
-	t.Helper()
-	serving := f.watchAvailable(sw.fnNS, sw.names)
-	do()
-	f.inMode(v1alpha1.FunctionModeBuild)
-	for _, name := range sw.names {
+	sw.switchTo(v1alpha1.FunctionModeBuild, do, func(name string) {
+		f, t := sw.f, sw.f.t
+		t.Helper()
 		fn := f.waitRunning(sw.fnNS, name)
 		f.waitRolledOut(sw.fnNS, name)
 		d := f.deployment(sw.fnNS, name)
@@ -272,10 +261,24 @@ func (sw *switches) toBuild(do func()) {
 		builds := f.jobs.count(sw.fnNS, name)
 		assert.Equal(t, sw.builds[name]+1, builds, "%s: one build per switch to build mode: %v", name, f.jobs.names(sw.fnNS, name))
 		sw.builds[name] = builds
+	})
+}
+
+// switchTo runs do and waits for the module in mode, checks each Function
+// with check, then requires that every Function had an available replica
+// throughout, answers, and that build mode's copies are in fnNS in build
+// mode and gone from it in buildless mode.
+func (sw *switches) switchTo(mode string, do func(), check func(name string)) {
+	sw.f.t.Helper()
+	serving := sw.f.watchAvailable(sw.fnNS, sw.names)
+	do()
+	sw.f.inMode(mode)
+	for _, name := range sw.names {
+		check(name)
 	}
 	serving.requireAlwaysServed()
-	f.answerAll(sw.fnNS, sw.answers)
-	sw.waitCopies(true)
+	sw.f.answerAll(sw.fnNS, sw.answers)
+	sw.waitCopies(mode == v1alpha1.FunctionModeBuild)
 }
 
 // rolledOnce checks that the Function's Deployment is the same one, one

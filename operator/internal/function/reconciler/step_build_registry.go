@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kyma-project/serverless-manager/operator/api/function/v1alpha2"
@@ -26,16 +27,11 @@ func (r *Reconciler) registryNotReady(ctx context.Context, p *pass) (*cause, err
 	if !p.in.Registry.Internal {
 		return nil, nil
 	}
-	// Before the read: a change the read does not see finds the Function
-	// among the waiting.
-	r.registryWaits.add(p.key)
-	found, err := r.moduleServiceSlices(ctx, module.RegistryServiceName)
-	if err != nil {
+	ready, err := r.registryShows(ctx, p, func(found []discoveryv1.EndpointSlice) bool {
+		return resources.ServiceHasReadyEndpoint(module.RegistryServiceName, found)
+	})
+	if err != nil || ready {
 		return nil, err
-	}
-	if resources.ServiceHasReadyEndpoint(module.RegistryServiceName, found) {
-		r.registryWaits.remove(p.key)
-		return nil, nil
 	}
 	r.slots.Leave(p.key)
 	return &cause{corev1.ConditionUnknown, v1alpha2.ReasonJobWaiting,
@@ -53,13 +49,21 @@ func (r *Reconciler) registryBackAfter(ctx context.Context, p *pass, t time.Time
 	if !p.in.Registry.Internal {
 		return false, nil
 	}
+	return r.registryShows(ctx, p, func(found []discoveryv1.EndpointSlice) bool {
+		return resources.ReadyAgainAfter(module.RegistryServiceName, found, t)
+	})
+}
+
+// registryShows reports whether the internal registry's EndpointSlices are
+// what the Function's build waits for (ok); until they are, the Function is
+// among the registry's waiters.
+func (r *Reconciler) registryShows(ctx context.Context, p *pass, ok func([]discoveryv1.EndpointSlice) bool) (bool, error) {
+	// Before the read: a change the read does not see finds the Function
+	// among the waiting.
 	r.registryWaits.add(p.key)
 	found, err := r.moduleServiceSlices(ctx, module.RegistryServiceName)
-	if err != nil {
+	if err != nil || !ok(found) {
 		return false, err
-	}
-	if !resources.ReadyAgainAfter(module.RegistryServiceName, found, t) {
-		return false, nil
 	}
 	r.registryWaits.remove(p.key)
 	return true, nil
