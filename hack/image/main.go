@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -137,8 +138,9 @@ func sourceDateEpoch(v string) (time.Time, error) {
 	return time.Unix(sec, 0).UTC(), nil
 }
 
-// run builds the images of the selected binaries. A binary that fails does
-// not stop the others; every failure is in the returned error.
+// run builds the images of the selected binaries and local images. An
+// image that fails does not stop the others; every failure is in the
+// returned error.
 func run(ctx context.Context, o options) ([]result, error) {
 	ids, err := selectBinaries(o.binaries)
 	if err != nil {
@@ -159,38 +161,59 @@ func run(ctx context.Context, o options) ([]result, error) {
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 
-	var results []result
-	var errs []error
-	for _, id := range ids {
-		spec := ociimage.Spec{
-			Title:      imageName(id),
-			Binary:     id.Binary,
-			BinaryPath: filepath.Join(tmp, id.Binary),
-			CACerts:    caCerts,
-			Version:    version,
-			Revision:   gitRevision(ctx, o.root),
-			Created:    o.created,
-			OS:         "linux",
-			Arch:       o.arch,
+	// Two lanes side by side, about equally long: the binaries (go build,
+	// then their images) and the local images (one after another: they
+	// share the Builder's download cache).
+	var bins, locals lane
+	var lanes sync.WaitGroup
+	lanes.Go(func() {
+		for _, id := range ids {
+			spec := ociimage.Spec{
+				Title:      imageName(id),
+				Binary:     id.Binary,
+				BinaryPath: filepath.Join(tmp, id.Binary),
+				CACerts:    caCerts,
+				Version:    version,
+				Revision:   gitRevision(ctx, o.root),
+				Created:    o.created,
+				OS:         "linux",
+				Arch:       o.arch,
+			}
+			r, err := buildOne(ctx, o, id, spec)
+			bins.add(r, wrapErr(id.Binary, err))
 		}
-		r, err := buildOne(ctx, o, id, spec)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", id.Binary, err))
-			continue
+	})
+	lanes.Go(func() {
+		b := localimage.Builder{Root: o.root, Assets: filepath.Join(o.root, "bin", "assets"),
+			Cache: filepath.Join(o.root, "bin", "cache"), CACerts: caCerts, Created: o.created}
+		for _, name := range o.local {
+			r, err := buildLocal(ctx, o, b, name)
+			locals.add(r, err)
 		}
-		results = append(results, r)
+	})
+	lanes.Wait()
+	return append(bins.results, locals.results...), errors.Join(append(bins.errs, locals.errs...)...)
+}
+
+// lane is what one lane of run built, in its order, and its failures.
+type lane struct {
+	results []result
+	errs    []error
+}
+
+func (l *lane) add(r result, err error) {
+	if err != nil {
+		l.errs = append(l.errs, err)
+		return
 	}
-	b := localimage.Builder{Root: o.root, Assets: filepath.Join(o.root, "bin", "assets"),
-		Cache: filepath.Join(o.root, "bin", "cache"), CACerts: caCerts, Created: o.created}
-	for _, name := range o.local {
-		r, err := buildLocal(ctx, o, b, name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		results = append(results, r)
+	l.results = append(l.results, r)
+}
+
+func wrapErr(binary string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return results, errors.Join(errs...)
+	return fmt.Errorf("%s: %w", binary, err)
 }
 
 func buildLocal(ctx context.Context, o options, b localimage.Builder, name string) (result, error) {
