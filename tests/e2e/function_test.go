@@ -574,12 +574,15 @@ type jobLog struct {
 
 // seenJob is what the watch saw of a build Job, for a failure message.
 type seenJob struct {
-	name, destination, state string
-	created                  time.Time
+	name    string
+	created time.Time
+	// ended is the Job's Complete or Failed condition ("": running).
+	ended batchv1.JobConditionType
+	state string
 }
 
 func (j *seenJob) String() string {
-	return fmt.Sprintf("%s (created %s, %s, %s)", j.name, j.created.Format(time.TimeOnly), j.destination, j.state)
+	return fmt.Sprintf("%s (created %s, %s)", j.name, j.created.Format(time.TimeOnly), j.state)
 }
 
 func watchJobs(t *testing.T, c client.WithWatch) *jobLog {
@@ -624,18 +627,11 @@ func (l *jobLog) record(job *batchv1.Job, event watch.EventType) {
 			return
 		}
 		j = &seenJob{name: job.Name, created: job.CreationTimestamp.Time, state: "running"}
-		for _, c := range job.Spec.Template.Spec.Containers {
-			for _, a := range c.Args {
-				if d, ok := strings.CutPrefix(a, "--destination="); ok {
-					j.destination = d
-				}
-			}
-		}
 		l.seen[key][job.UID] = j
 	}
 	for _, c := range job.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			j.state = string(c.Type) + " " + c.LastTransitionTime.Format(time.TimeOnly) + " " + c.Reason
+			j.ended, j.state = c.Type, string(c.Type)+" "+c.LastTransitionTime.Format(time.TimeOnly)+" "+c.Reason
 		}
 	}
 	if event == watch.Deleted {
@@ -684,19 +680,27 @@ func (l *jobLog) watched(ns, name string) int {
 // names describes the Function's build Jobs as the watch saw them,
 // oldest first.
 func (l *jobLog) names(ns, name string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var jobs []*seenJob
-	for _, j := range l.seen[ns+"/"+name] {
-		jobs = append(jobs, j)
-	}
-	slices.SortFunc(jobs, func(a, b *seenJob) int { return a.created.Compare(b.created) })
 	var out []string
-	for _, j := range jobs {
+	for _, j := range l.seenJobs(ns, name) {
 		out = append(out, j.String())
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.err != nil {
 		out = append(out, "(watch error: "+l.err.Error()+")")
 	}
 	return out
+}
+
+// seenJobs are copies of what the watch saw of the Function's build Jobs,
+// oldest first.
+func (l *jobLog) seenJobs(ns, name string) []seenJob {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var jobs []seenJob
+	for _, j := range l.seen[ns+"/"+name] {
+		jobs = append(jobs, *j)
+	}
+	slices.SortFunc(jobs, func(a, b seenJob) int { return a.created.Compare(b.created) })
+	return jobs
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -258,9 +259,26 @@ func (sw *switches) toBuild(do func()) {
 		assert.Equal(t, fn.Status.BuiltImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
 		assert.NotEqual(t, fn.Status.RuntimeImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
 		sw.rolledOnce(name)
-		builds := f.jobs.count(sw.fnNS, name)
-		assert.Equal(t, sw.builds[name]+1, builds, "%s: one build per switch to build mode: %v", name, f.jobs.names(sw.fnNS, name))
-		sw.builds[name] = builds
+		// Built once: one Job completed since the switch. A Job that failed
+		// before it was retried by the controller; it is reported with the
+		// namespace's events, which carry the failure's message.
+		f.jobs.count(sw.fnNS, name) // the watch has seen every Job
+		jobs := f.jobs.seenJobs(sw.fnNS, name)
+		var complete, failed []string
+		for _, j := range jobs[sw.builds[name]:] {
+			switch j.ended {
+			case batchv1.JobComplete:
+				complete = append(complete, j.String())
+			case batchv1.JobFailed:
+				failed = append(failed, j.String())
+			}
+		}
+		assert.Len(t, complete, 1, "%s: one build per switch to build mode: %v", name, f.jobs.names(sw.fnNS, name))
+		assert.Len(t, jobs[sw.builds[name]:], len(complete)+len(failed), "%s: no build Job replaced before it ended: %v", name, f.jobs.names(sw.fnNS, name))
+		if len(failed) > 0 {
+			t.Logf("%s: a build failed and was retried: %v%s", name, failed, framework.Dumps(framework.DumpEvents(f.c, sw.fnNS)))
+		}
+		sw.builds[name] = len(jobs)
 	})
 }
 

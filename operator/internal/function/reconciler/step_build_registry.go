@@ -44,7 +44,9 @@ func (r *Reconciler) registryNotReady(ctx context.Context, p *pass) (*cause, err
 // soon as the registry is back, instead of after its backoff. Until then
 // the Function is among the registry's waiters, so that the registry's
 // return wakes it. An external registry, or one ready all along, says no:
-// the backoff stands.
+// the backoff stands. (A Job's failure time has whole seconds: a registry
+// ready in the same second may earn it one early retry, not more, as the
+// retry fails after the registry's change.)
 func (r *Reconciler) registryBackAfter(ctx context.Context, p *pass, t time.Time) (bool, error) {
 	if !p.in.Registry.Internal {
 		return false, nil
