@@ -260,7 +260,7 @@ func (sw *switches) toBuild(do func()) {
 		assert.NotEqual(t, fn.Status.RuntimeImage, d.Spec.Template.Spec.Containers[0].Image, "%s runs its built image", name)
 		sw.rolledOnce(name)
 		// Built once: one Job completed since the switch. A Job that failed
-		// before it was retried by the controller; it is reported with the
+		// before it (the controller retried the build) is reported with the
 		// namespace's events, which carry the failure's message.
 		f.jobs.count(sw.fnNS, name) // the watch has seen every Job
 		jobs := f.jobs.seenJobs(sw.fnNS, name)

@@ -620,7 +620,6 @@ func (tu *tutorials) events(t *testing.T, p docs.Page) {
 	}, f.dumpsFor(ns, "order-handler")...)
 }
 
-// switchMode follows the page from either mode the module may start in.
 // modesPage is the tutorial on switching Function modes. It has no
 // switches of its own: testSwitchFunctionMode follows it on its switches
 // (modesTutorial), so that the module changes mode as few times as the two
