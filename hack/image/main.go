@@ -161,6 +161,7 @@ func run(ctx context.Context, o options) ([]result, error) {
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 
+	revision := gitRevision(ctx, o.root)
 	// Two lanes side by side, about equally long: the binaries (go build,
 	// then their images) and the local images (one after another: they
 	// share the Builder's download cache).
@@ -174,7 +175,7 @@ func run(ctx context.Context, o options) ([]result, error) {
 				BinaryPath: filepath.Join(tmp, id.Binary),
 				CACerts:    caCerts,
 				Version:    version,
-				Revision:   gitRevision(ctx, o.root),
+				Revision:   revision,
 				Created:    o.created,
 				OS:         "linux",
 				Arch:       o.arch,
